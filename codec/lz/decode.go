@@ -1,0 +1,230 @@
+package lz
+
+import (
+	"encoding/binary"
+
+	"github.com/klauspost/compress/huff0"
+)
+
+// Decoder decodes blocks. It keeps scratch buffers for entropy-coded
+// streams; it is not safe for concurrent use, so keep one per goroutine.
+type Decoder struct {
+	huf *huff0.Scratch
+	buf [numStreams][]byte
+}
+
+// NewDecoder returns a Decoder.
+func NewDecoder() *Decoder { return &Decoder{huf: &huff0.Scratch{}} }
+
+// seqs is one block's streams, ready to be replayed.
+type seqs struct {
+	tok, lit, off0, off1, off2, ext []byte
+}
+
+// DecodeBlock decodes the block src into dst[pos:pos+n]. dst[:pos] is the
+// unit's history that matches may reach into. The decoder copies in wide
+// words and may write past pos+n up to len(dst) (the space of the unit's
+// next block, which that block then overwrites), never past len(dst): so
+// units decode side by side into one buffer without touching each other.
+func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte) error {
+	if n < 0 || n > MaxBlock || pos < 0 || len(dst) < pos+n {
+		return corrupt("block of %d bytes at %d does not fit the buffer", n, pos)
+	}
+	nseq, k := binary.Uvarint(src)
+	if k <= 0 || nseq > uint64(n/MinMatch) {
+		return corrupt("bad sequence count")
+	}
+	src = src[k:]
+	var modes [numStreams]byte
+	var rawLens, compLens [numStreams]int
+	payload := 0
+	for i := range numStreams {
+		if len(src) < 1 {
+			return corrupt("truncated stream table")
+		}
+		modes[i] = src[0]
+		r, k1 := binary.Uvarint(src[1:])
+		if k1 <= 0 {
+			return corrupt("bad %s length", streamNames[i])
+		}
+		c, k2 := binary.Uvarint(src[1+k1:])
+		if k2 <= 0 {
+			return corrupt("bad %s size", streamNames[i])
+		}
+		src = src[1+k1+k2:]
+		// Every stream is bounded by what the block can hold; checking here
+		// keeps a hostile header from asking for a huge allocation.
+		limit := uint64(n)
+		switch i {
+		case sTokens, sOff0, sOff1:
+			if r != nseq {
+				return corrupt("%s holds %d entries for %d sequences", streamNames[i], r, nseq)
+			}
+		case sOff2:
+			limit = nseq
+		case sExt:
+			limit = 2 * binary.MaxVarintLen64 * nseq
+		}
+		if r > limit || c > uint64(len(src))+uint64(payload) {
+			return corrupt("%s stream too long", streamNames[i])
+		}
+		rawLens[i], compLens[i] = int(r), int(c)
+		payload += int(c)
+	}
+	if payload != len(src) {
+		return corrupt("streams hold %d bytes, block has %d", payload, len(src))
+	}
+	var s [numStreams][]byte
+	for i := range numStreams {
+		p := src[:compLens[i]]
+		src = src[compLens[i]:]
+		out, err := d.stream(i, modes[i], rawLens[i], p)
+		if err != nil {
+			return err
+		}
+		s[i] = out
+	}
+	q := seqs{tok: s[sTokens], lit: s[sLiterals], off0: s[sOff0], off1: s[sOff1], off2: s[sOff2], ext: s[sExt]}
+	return decodeSeqs(dst, pos, pos+n, &q)
+}
+
+// stream returns the plain bytes of one stream.
+func (d *Decoder) stream(i int, mode byte, rawLen int, p []byte) ([]byte, error) {
+	switch mode {
+	case ModeRaw:
+		if len(p) != rawLen {
+			return nil, corrupt("raw %s stream: %d bytes, want %d", streamNames[i], len(p), rawLen)
+		}
+		return p, nil
+	case ModeRLE:
+		if len(p) != 1 {
+			return nil, corrupt("rle %s stream: %d bytes", streamNames[i], len(p))
+		}
+		b := d.scratch(i, rawLen)
+		for j := range b {
+			b[j] = p[0]
+		}
+		return b, nil
+	case ModeHuf1, ModeHuf4:
+		if rawLen == 0 {
+			return nil, corrupt("empty huffman %s stream", streamNames[i])
+		}
+		h, rest, err := huff0.ReadTable(p, d.huf)
+		if err != nil {
+			return nil, corrupt("%s stream table: %v", streamNames[i], err)
+		}
+		d.huf = h
+		h.MaxDecodedSize = rawLen
+		b := d.scratch(i, rawLen)[:0:rawLen]
+		var out []byte
+		if mode == ModeHuf4 {
+			out, err = h.Decoder().Decompress4X(b, rest)
+		} else {
+			out, err = h.Decoder().Decompress1X(b, rest)
+		}
+		if err != nil {
+			return nil, corrupt("%s stream: %v", streamNames[i], err)
+		}
+		if len(out) != rawLen {
+			return nil, corrupt("%s stream decoded to %d bytes, want %d", streamNames[i], len(out), rawLen)
+		}
+		return out, nil
+	}
+	return nil, corrupt("unknown mode %d for %s stream", mode, streamNames[i])
+}
+
+func (d *Decoder) scratch(i, n int) []byte {
+	if cap(d.buf[i]) < n {
+		d.buf[i] = make([]byte, n, max(n, 4096))
+	}
+	return d.buf[i][:n]
+}
+
+// decodeSeqsGo replays the sequences into dst[pos:end]; wide copies may
+// write past end but never past len(dst). It checks every length and offset against the streams and
+// the output, so hostile input fails cleanly.
+func decodeSeqsGo(dst []byte, pos, end int, q *seqs) error {
+	op := pos
+	li, ei, o2 := 0, 0, 0
+	rep := 0
+	lit, ext, off2 := q.lit, q.ext, q.off2
+	off0, off1 := q.off0, q.off1[:len(q.off0)]
+	for i, t := range q.tok[:len(off0)] {
+		ll := int(t >> 4)
+		if ll == 15 {
+			v, k := binary.Uvarint(ext[ei:])
+			if k <= 0 || v > MaxBlock {
+				return corrupt("bad literal length at sequence %d", i)
+			}
+			ei += k
+			ll += int(v)
+		}
+		if ll > len(lit)-li || ll > end-op {
+			return corrupt("literal run of %d overruns the block at sequence %d", ll, i)
+		}
+		if ll <= 16 && li+16 <= len(lit) && op+16 <= len(dst) {
+			copy(dst[op:op+16], lit[li:li+16])
+		} else {
+			copy(dst[op:op+ll], lit[li:li+ll])
+		}
+		op += ll
+		li += ll
+
+		ml := int(t&15) + MinMatch
+		if ml == 15+MinMatch {
+			v, k := binary.Uvarint(ext[ei:])
+			if k <= 0 || v > MaxBlock {
+				return corrupt("bad match length at sequence %d", i)
+			}
+			ei += k
+			ml += int(v)
+		}
+		b1 := off1[i]
+		off := int(off0[i]) | int(b1&0x7f)<<8
+		if b1&0x80 != 0 {
+			if o2 >= len(off2) {
+				return corrupt("offset stream exhausted at sequence %d", i)
+			}
+			off |= int(off2[o2]) << 15
+			o2++
+		}
+		if off == 0 {
+			off = rep
+		} else {
+			rep = off
+		}
+		if off == 0 || off > op {
+			return corrupt("match offset %d at output %d is out of range", off, op)
+		}
+		if ml > end-op {
+			return corrupt("match of %d overruns the block at sequence %d", ml, i)
+		}
+		from := op - off
+		switch {
+		case off >= 16 && ml <= 32 && op+32 <= len(dst):
+			copy(dst[op:op+16], dst[from:from+16])
+			copy(dst[op+16:op+32], dst[from+16:from+32])
+		case off >= ml:
+			copy(dst[op:op+ml], dst[from:from+ml])
+		case off >= 8 && op+ml+8 <= len(dst):
+			for j := 0; j < ml; j += 8 {
+				binary.LittleEndian.PutUint64(dst[op+j:], binary.LittleEndian.Uint64(dst[from+j:]))
+			}
+		default:
+			for j := range ml {
+				dst[op+j] = dst[from+j]
+			}
+		}
+		op += ml
+	}
+	// the rest of the literals end the block
+	rest := len(lit) - li
+	if rest != end-op {
+		return corrupt("block decodes to %d bytes, want %d", op+rest-pos, end-pos)
+	}
+	copy(dst[op:end], lit[li:])
+	if ei != len(ext) || o2 != len(off2) {
+		return corrupt("unused stream bytes after the last sequence")
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+//go:build !amd64 || noasm
+
+package lz
+
+// decodeSeqs replays a block's sequences; this build has no assembly.
+func decodeSeqs(dst []byte, pos, end int, q *seqs) error { return decodeSeqsGo(dst, pos, end, q) }
+
+// HasAsm reports whether the assembly decoder is in use.
+const HasAsm = false

@@ -1,0 +1,331 @@
+package lz
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+
+	"github.com/klauspost/compress/huff0"
+)
+
+// Level selects the match finder.
+type Level int
+
+const (
+	// Fast is a greedy single-probe hash parser: the default tier, built to
+	// compress at several hundred MB/s on one core.
+	Fast Level = iota
+	// Lazy is a hash-chain parser with one step of lazy evaluation.
+	Lazy
+	// Deep walks long chains with two steps of lazy evaluation: the archive tier.
+	Deep
+)
+
+// Encoder codes blocks of one unit at a time. Blocks of the same unit share
+// history: a match may reach back into earlier blocks of the unit, never into
+// another unit. An Encoder is not safe for concurrent use; reuse it across
+// units to avoid allocations.
+type Encoder struct {
+	level   Level
+	entropy bool
+
+	head  []int32 // hash -> position+1 (0 = empty)
+	chain []int32 // position -> previous position+1 with the same hash (chain levels)
+	hlog  uint
+	depth int
+
+	st  [numStreams][]byte
+	rep int
+
+	huf huff0.Scratch
+	out []byte
+}
+
+// NewEncoder returns an encoder for the given level. With entropy set, each
+// stream is Huffman coded where that makes it smaller.
+func NewEncoder(level Level, entropy bool) *Encoder {
+	e := &Encoder{level: level, entropy: entropy}
+	switch level {
+	case Fast:
+		e.hlog = 16
+	case Lazy:
+		e.hlog, e.depth = 17, 24
+	default:
+		e.hlog, e.depth = 20, 512
+	}
+	e.head = make([]int32, 1<<e.hlog)
+	e.huf.Reuse = huff0.ReusePolicyNone
+	return e
+}
+
+// StartUnit forgets all history; the next block starts a new unit.
+func (e *Encoder) StartUnit(unitLen int) {
+	clear(e.head)
+	if e.level != Fast {
+		if cap(e.chain) < unitLen {
+			e.chain = make([]int32, unitLen)
+		}
+		e.chain = e.chain[:unitLen]
+	}
+}
+
+// EncodeBlock appends the coding of src[start:end] to dst. src[:start] is the
+// unit's history (already coded by earlier EncodeBlock calls since StartUnit)
+// and end-start must not exceed MaxBlock.
+func (e *Encoder) EncodeBlock(dst, src []byte, start, end int) []byte {
+	if end-start > MaxBlock {
+		panic("lz: block too large")
+	}
+	for i := range e.st {
+		e.st[i] = e.st[i][:0]
+	}
+	e.rep = 0
+	switch e.level {
+	case Fast:
+		e.parseFast(src, start, end)
+	default:
+		e.parseLazy(src, start, end)
+	}
+	return e.serialize(dst)
+}
+
+func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i:]) }
+func load64(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i:]) }
+
+func hash4(v uint32, hlog uint) uint32 { return (v * 2654435761) >> (32 - hlog) }
+
+// matchLen returns how many bytes a[i:] and a[j:] share, j < i, not reaching
+// past end.
+func matchLen(a []byte, i, j, end int) int {
+	n := 0
+	for i+n+8 <= end {
+		x := load64(a, i+n) ^ load64(a, j+n)
+		if x != 0 {
+			return n + bits.TrailingZeros64(x)>>3
+		}
+		n += 8
+	}
+	for i+n < end && a[i+n] == a[j+n] {
+		n++
+	}
+	return n
+}
+
+// emit records one sequence: the literals, then a match of ml bytes at distance off.
+func (e *Encoder) emit(lits []byte, ml, off int) {
+	ll := len(lits)
+	m := ml - MinMatch
+	e.st[sTokens] = append(e.st[sTokens], byte(min(ll, 15))<<4|byte(min(m, 15)))
+	if ll >= 15 {
+		e.st[sExt] = binary.AppendUvarint(e.st[sExt], uint64(ll-15))
+	}
+	if m >= 15 {
+		e.st[sExt] = binary.AppendUvarint(e.st[sExt], uint64(m-15))
+	}
+	e.st[sLiterals] = append(e.st[sLiterals], lits...)
+	code := off
+	if off == e.rep {
+		code = 0
+	} else {
+		e.rep = off
+	}
+	e.st[sOff0] = append(e.st[sOff0], byte(code))
+	if code >= 1<<15 {
+		e.st[sOff1] = append(e.st[sOff1], byte(code>>8)&0x7f|0x80)
+		e.st[sOff2] = append(e.st[sOff2], byte(code>>15))
+	} else {
+		e.st[sOff1] = append(e.st[sOff1], byte(code>>8))
+	}
+}
+
+// parseFast is a greedy parser with one hash probe per position and an
+// accelerating skip through data that does not match (as LZ4's fast mode).
+func (e *Encoder) parseFast(src []byte, start, end int) {
+	const hlog = 16
+	head := e.head[:1<<hlog]
+	s, anchor := start, start
+	limit := end - 8 // every probe can load 8 bytes within the block
+	for s < limit {
+		cur := load32(src, s)
+		var cand int
+		if e.rep > 0 && s-e.rep >= 0 && load32(src, s-e.rep) == cur {
+			cand = s - e.rep
+			head[hash4(cur, hlog)] = int32(s + 1)
+		} else {
+			h := hash4(cur, hlog)
+			cand = int(head[h]) - 1
+			head[h] = int32(s + 1)
+			if cand < 0 || s-cand > MaxOffset || load32(src, cand) != cur {
+				s += 1 + (s-anchor)>>6
+				continue
+			}
+		}
+		for s > anchor && cand > 0 && src[s-1] == src[cand-1] {
+			s--
+			cand--
+		}
+		ml := MinMatch + matchLen(src, s+MinMatch, cand+MinMatch, end)
+		e.emit(src[anchor:s], ml, s-cand)
+		s += ml
+		anchor = s
+		if s-2 < limit {
+			head[hash4(load32(src, s-2), hlog)] = int32(s - 2 + 1)
+		}
+	}
+	e.st[sLiterals] = append(e.st[sLiterals], src[anchor:end]...)
+}
+
+type match struct{ len, off int }
+
+// gain estimates the bits a match saves: 4 per byte covered less the cost of
+// its offset, so a slightly longer match far away can lose to a near one.
+func gain(m match, rep int) int {
+	if m.len == 0 {
+		return 0
+	}
+	if m.off == rep {
+		return m.len*4 + 1
+	}
+	return m.len*4 - bits.Len(uint(m.off))
+}
+
+func (e *Encoder) insert(src []byte, p int) {
+	h := hash4(load32(src, p), e.hlog)
+	e.chain[p] = e.head[h]
+	e.head[h] = int32(p + 1)
+}
+
+// find returns the best match at p (already inserted positions only).
+func (e *Encoder) find(src []byte, p, end int) match {
+	best := match{}
+	if e.rep > 0 && p-e.rep >= 0 {
+		if l := matchLen(src, p, p-e.rep, end); l >= MinMatch {
+			best = match{l, e.rep}
+		}
+	}
+	cur := load32(src, p)
+	c := int(e.head[hash4(cur, e.hlog)]) - 1
+	for d := e.depth; c >= 0 && d > 0; d-- {
+		off := p - c
+		if off > MaxOffset {
+			break
+		}
+		if load32(src, c) == cur && (best.len == 0 || p+best.len >= end || src[c+best.len] == src[p+best.len]) {
+			l := matchLen(src, p, c, end)
+			m := match{l, off}
+			if l >= MinMatch && gain(m, e.rep) > gain(best, e.rep) {
+				best = m
+				if p+l >= end {
+					break
+				}
+			}
+		}
+		c = int(e.chain[c]) - 1
+	}
+	// A short match far away costs more than the literals it replaces.
+	if best.len == MinMatch && best.off != e.rep && best.off > 1<<16 {
+		return match{}
+	}
+	return best
+}
+
+// parseLazy is a hash-chain parser with lazy evaluation: before taking a
+// match it looks one (Lazy) or two (Deep) positions ahead for a better one.
+func (e *Encoder) parseLazy(src []byte, start, end int) {
+	lazySteps := 1
+	if e.level == Deep {
+		lazySteps = 2
+	}
+	limit := end - 8
+	s, anchor := start, start
+	next := start // positions below next are in the chains
+	ins := func(upto int) {
+		for ; next < upto && next < limit; next++ {
+			e.insert(src, next)
+		}
+	}
+	for s < limit {
+		ins(s)
+		m := e.find(src, s, end)
+		e.insert(src, s)
+		next = s + 1
+		if m.len < MinMatch {
+			s++
+			continue
+		}
+		for step := 0; step < lazySteps && s+1 < limit; step++ {
+			ins(s + 1)
+			m2 := e.find(src, s+1, end)
+			e.insert(src, s+1)
+			next = s + 2
+			if gain(m2, e.rep) > gain(m, e.rep)+4 {
+				s++
+				m = m2
+				continue
+			}
+			break
+		}
+		// extend backwards into the pending literals
+		for s > anchor && s-m.off > 0 && src[s-1] == src[s-m.off-1] {
+			s--
+			m.len++
+		}
+		e.emit(src[anchor:s], m.len, m.off)
+		ins(s + m.len)
+		s += m.len
+		anchor = s
+	}
+	e.st[sLiterals] = append(e.st[sLiterals], src[anchor:end]...)
+}
+
+// serialize writes the block header and the streams, Huffman coding each
+// stream where the entropy tier is on and it pays.
+func (e *Encoder) serialize(dst []byte) []byte {
+	nseq := len(e.st[sTokens])
+	dst = binary.AppendUvarint(dst, uint64(nseq))
+	var modes [numStreams]byte
+	var payload [numStreams][]byte
+	total := 0
+	for i := range e.st {
+		total += len(e.st[i])
+	}
+	// Sized so appends below never reallocate: payload slices point into it.
+	if cap(e.out) < total {
+		e.out = make([]byte, 0, total)
+	}
+	e.out = e.out[:0]
+	for i := range e.st {
+		raw := e.st[i]
+		modes[i], payload[i] = ModeRaw, raw
+		if !e.entropy || len(raw) < 32 {
+			continue
+		}
+		var out []byte
+		var err error
+		mode := byte(ModeHuf1)
+		if len(raw) >= 4096 {
+			mode = ModeHuf4
+			out, _, err = huff0.Compress4X(raw, &e.huf)
+		} else {
+			out, _, err = huff0.Compress1X(raw, &e.huf)
+		}
+		switch {
+		case errors.Is(err, huff0.ErrUseRLE):
+			modes[i], payload[i] = ModeRLE, raw[:1]
+		case err == nil && len(out) < len(raw)-len(raw)/32:
+			// keep a copy: the scratch buffer is reused by the next stream
+			n := len(e.out)
+			e.out = append(e.out, out...)
+			modes[i], payload[i] = mode, e.out[n:]
+		}
+	}
+	for i := range e.st {
+		dst = append(dst, modes[i])
+		dst = binary.AppendUvarint(dst, uint64(len(e.st[i])))
+		dst = binary.AppendUvarint(dst, uint64(len(payload[i])))
+	}
+	for i := range payload {
+		dst = append(dst, payload[i]...)
+	}
+	return dst
+}

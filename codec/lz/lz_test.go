@@ -1,0 +1,105 @@
+package lz
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// testInputs are small but varied: text-like, binary-like, runs, random.
+func testInputs(t testing.TB) map[string][]byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	in := map[string][]byte{"empty": {}, "one": {7}, "short": []byte("abcabcabcabcabc")}
+	rnd := make([]byte, 300<<10)
+	for i := range rnd {
+		rnd[i] = byte(r.Uint32())
+	}
+	in["random"] = rnd
+	zeros := make([]byte, 300<<10)
+	in["zeros"] = zeros
+	var words []string
+	for range 500 {
+		n := 2 + r.IntN(8)
+		w := make([]byte, n)
+		for j := range w {
+			w[j] = 'a' + byte(r.IntN(26))
+		}
+		words = append(words, string(w))
+	}
+	var text bytes.Buffer
+	for text.Len() < 700<<10 {
+		text.WriteString(words[int(r.ExpFloat64()*40)%len(words)])
+		if r.IntN(10) == 0 {
+			text.WriteByte('\n')
+		} else {
+			text.WriteByte(' ')
+		}
+	}
+	in["text"] = text.Bytes()
+	rec := make([]byte, 0, 500<<10)
+	for i := 0; len(rec) < 500<<10; i++ {
+		rec = append(rec, byte(i), byte(i>>8), 0, 0, 1, 2, byte(r.IntN(4)), 0xff, 'r', 'e', 'c', byte(i%7))
+	}
+	in["records"] = rec
+	// a real file when present, so the test sees machine code too
+	if exe, err := os.Executable(); err == nil {
+		if b, err := os.ReadFile(exe); err == nil && len(b) > 1<<20 {
+			in["exe"] = b[:1<<20]
+		}
+	}
+	_ = filepath.Join
+	return in
+}
+
+// roundTrip encodes src as one unit of blocks and decodes it back.
+func roundTrip(t testing.TB, e *Encoder, d *Decoder, src []byte) (int, []byte) {
+	e.StartUnit(len(src))
+	var blocks [][]byte
+	for start := 0; start < len(src); start += MaxBlock {
+		end := min(start+MaxBlock, len(src))
+		blocks = append(blocks, e.EncodeBlock(nil, src, start, end))
+	}
+	dst := make([]byte, len(src))
+	size := 0
+	for i, b := range blocks {
+		size += len(b)
+		start := i * MaxBlock
+		end := min(start+MaxBlock, len(src))
+		if err := d.DecodeBlock(dst, start, end-start, b); err != nil {
+			t.Fatalf("block %d: %v", i, err)
+		}
+	}
+	return size, dst[:len(src)]
+}
+
+func TestRoundTrip(t *testing.T) {
+	for name, src := range testInputs(t) {
+		for _, lv := range []Level{Fast, Lazy, Deep} {
+			for _, ent := range []bool{false, true} {
+				e, d := NewEncoder(lv, ent), NewDecoder()
+				size, got := roundTrip(t, e, d, src)
+				if !bytes.Equal(got, src) {
+					t.Fatalf("%s level %d entropy %v: round trip differs", name, lv, ent)
+				}
+				t.Logf("%-8s level %d entropy %-5v %8d -> %8d", name, lv, ent, len(src), size)
+			}
+		}
+	}
+}
+
+func TestDecodeGoMatchesDispatch(t *testing.T) {
+	src := testInputs(t)["text"]
+	e := NewEncoder(Lazy, false)
+	e.StartUnit(len(src))
+	blk := e.EncodeBlock(nil, src, 0, MaxBlock)
+	d := NewDecoder()
+	a := make([]byte, MaxBlock)
+	if err := d.DecodeBlock(a, 0, MaxBlock, blk); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a[:MaxBlock], src[:MaxBlock]) {
+		t.Fatal("decode differs")
+	}
+}

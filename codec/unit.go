@@ -1,0 +1,106 @@
+package codec
+
+import (
+	"sync"
+
+	"github.com/glyd/glyd/codec/lz"
+)
+
+// Encoders and decoders hold large tables; pools let parallel workers reuse
+// them across units instead of allocating per unit.
+var (
+	encPools [3]sync.Pool
+	decPool  = sync.Pool{New: func() any { return lz.NewDecoder() }}
+)
+
+func init() {
+	for t := range encPools {
+		tier := Tier(t)
+		encPools[t].New = func() any { return newTierEncoder(tier) }
+	}
+}
+
+func newTierEncoder(t Tier) *lz.Encoder {
+	switch t {
+	case Max:
+		return lz.NewEncoder(lz.Lazy, true)
+	case Cold:
+		return lz.NewEncoder(lz.Deep, true)
+	}
+	return lz.NewEncoder(lz.Fast, false)
+}
+
+// encodeUnit appends one unit frame coding src to dst.
+func encodeUnit(dst, src []byte, tier Tier) []byte {
+	e := encPools[tier].Get().(*lz.Encoder)
+	defer encPools[tier].Put(e)
+	e.StartUnit(len(src))
+	nblocks := (len(src) + BlockSize - 1) / BlockSize
+	start := len(dst)
+	dst = append(dst, make([]byte, unitHeaderSize)...)
+	for b := range nblocks {
+		lo, hi := b*BlockSize, min((b+1)*BlockSize, len(src))
+		hpos := len(dst)
+		dst = append(dst, make([]byte, blockHeaderSize)...)
+		dst = e.EncodeBlock(dst, src, lo, hi)
+		h := blockHeader{coding: CodingLZ, rawLen: hi - lo, compLen: len(dst) - hpos - blockHeaderSize, crc: Checksum(src[lo:hi])}
+		// Incompressible data is stored as it is: a raw block decodes at
+		// memcpy speed and costs nothing but its header.
+		if h.compLen >= h.rawLen {
+			dst = append(dst[:hpos+blockHeaderSize], src[lo:hi]...)
+			h.coding, h.compLen = CodingRaw, h.rawLen
+		}
+		h.append(dst[hpos:hpos])
+	}
+	unitHeader{blocks: nblocks, rawLen: len(src), compLen: len(dst) - start - unitHeaderSize}.append(dst[start:start])
+	return dst
+}
+
+// decodeUnit decodes the blocks of one unit (frame without its 16-byte
+// header) into dst, whose length is the unit's decoded size. Every block's
+// checksum is verified before the call returns.
+func decodeUnit(dst, frame []byte, uh unitHeader, unit int, frameOff int64) error {
+	d := decPool.Get().(*lz.Decoder)
+	defer decPool.Put(d)
+	pos := 0
+	off := frameOff + unitHeaderSize
+	for b := range uh.blocks {
+		if len(frame) < blockHeaderSize {
+			return formatErr(unit, b, off, "truncated block header")
+		}
+		h := parseBlockHeader(frame)
+		want := min(BlockSize, uh.rawLen-pos)
+		if h.rawLen != want {
+			return formatErr(unit, b, off, "block holds %d bytes, want %d", h.rawLen, want)
+		}
+		if h.compLen > len(frame)-blockHeaderSize {
+			return formatErr(unit, b, off, "block payload of %d bytes runs past the unit", h.compLen)
+		}
+		payload := frame[blockHeaderSize : blockHeaderSize+h.compLen]
+		switch h.coding {
+		case CodingRaw:
+			if h.compLen != h.rawLen {
+				return formatErr(unit, b, off, "raw block of %d bytes stores %d", h.rawLen, h.compLen)
+			}
+			copy(dst[pos:], payload)
+		case CodingLZ:
+			if err := d.DecodeBlock(dst, pos, h.rawLen, payload); err != nil {
+				return formatErr(unit, b, off, "%v", err)
+			}
+		case CodingRecord, CodingTensor, CodingDelta:
+			return formatErr(unit, b, off, "block coding %s is reserved for a later glyd and not supported here", h.coding)
+		default:
+			return formatErr(unit, b, off, "unknown block coding %d", uint8(h.coding))
+		}
+		if Checksum(dst[pos:pos+h.rawLen]) != h.crc {
+			return formatErr(unit, b, off, "checksum mismatch: the block is damaged")
+		}
+		pos += h.rawLen
+		off += int64(blockHeaderSize + h.compLen)
+		frame = frame[blockHeaderSize+h.compLen:]
+	}
+	if len(frame) != 0 {
+		return formatErr(unit, -1, off, "%d stray bytes after the last block", len(frame))
+	}
+	return nil
+}
