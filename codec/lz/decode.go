@@ -11,7 +11,12 @@ import (
 type Decoder struct {
 	huf *huff0.Scratch
 	buf [numStreams][]byte
+	pad []byte // the assembly decoder's padded copy of off2
 }
+
+// goOnly makes DecodeBlock use the pure Go sequence loop even where the
+// assembly one is built; tests compare the two.
+var goOnly bool
 
 // NewDecoder returns a Decoder.
 func NewDecoder() *Decoder { return &Decoder{huf: &huff0.Scratch{}} }
@@ -85,7 +90,10 @@ func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte) error {
 		s[i] = out
 	}
 	q := seqs{tok: s[sTokens], lit: s[sLiterals], off0: s[sOff0], off1: s[sOff1], off2: s[sOff2], ext: s[sExt]}
-	return decodeSeqs(dst, pos, pos+n, &q)
+	if goOnly {
+		return decodeSeqsGo(dst, pos, pos+n, &q)
+	}
+	return decodeSeqs(dst, pos, pos+n, &q, &d.pad)
 }
 
 // stream returns the plain bytes of one stream.
@@ -140,91 +148,109 @@ func (d *Decoder) scratch(i, n int) []byte {
 	return d.buf[i][:n]
 }
 
-// decodeSeqsGo replays the sequences into dst[pos:end]; wide copies may
-// write past end but never past len(dst). It checks every length and offset against the streams and
-// the output, so hostile input fails cleanly.
-func decodeSeqsGo(dst []byte, pos, end int, q *seqs) error {
-	op := pos
-	li, ei, o2 := 0, 0, 0
-	rep := 0
-	lit, ext, off2 := q.lit, q.ext, q.off2
-	off0, off1 := q.off0, q.off1[:len(q.off0)]
-	for i, t := range q.tok[:len(off0)] {
-		ll := int(t >> 4)
-		if ll == 15 {
-			v, k := binary.Uvarint(ext[ei:])
-			if k <= 0 || v > MaxBlock {
-				return corrupt("bad literal length at sequence %d", i)
-			}
-			ei += k
-			ll += int(v)
-		}
-		if ll > len(lit)-li || ll > end-op {
-			return corrupt("literal run of %d overruns the block at sequence %d", ll, i)
-		}
-		if ll <= 16 && li+16 <= len(lit) && op+16 <= len(dst) {
-			copy(dst[op:op+16], lit[li:li+16])
-		} else {
-			copy(dst[op:op+ll], lit[li:li+ll])
-		}
-		op += ll
-		li += ll
+// cursor is the decoder's position in a block's streams: how many
+// sequences, literals, ext and off2 bytes are consumed, where output is, and
+// the repeat offset. The assembly decoder shares it (fastState).
+type cursor struct {
+	op, ti, li, ei, o2, rep int
+}
 
-		ml := int(t&15) + MinMatch
-		if ml == 15+MinMatch {
-			v, k := binary.Uvarint(ext[ei:])
-			if k <= 0 || v > MaxBlock {
-				return corrupt("bad match length at sequence %d", i)
-			}
-			ei += k
-			ml += int(v)
+// decodeSeqsGo replays the sequences into dst[pos:end]; wide copies may
+// write past end but never past len(dst).
+func decodeSeqsGo(dst []byte, pos, end int, q *seqs) error {
+	c := cursor{op: pos}
+	for c.ti < len(q.tok) {
+		if err := step(dst, end, q, &c); err != nil {
+			return err
 		}
-		b1 := off1[i]
-		off := int(off0[i]) | int(b1&0x7f)<<8
-		if b1&0x80 != 0 {
-			if o2 >= len(off2) {
-				return corrupt("offset stream exhausted at sequence %d", i)
-			}
-			off |= int(off2[o2]) << 15
-			o2++
-		}
-		if off == 0 {
-			off = rep
-		} else {
-			rep = off
-		}
-		if off == 0 || off > op {
-			return corrupt("match offset %d at output %d is out of range", off, op)
-		}
-		if ml > end-op {
-			return corrupt("match of %d overruns the block at sequence %d", ml, i)
-		}
-		from := op - off
-		switch {
-		case off >= 16 && ml <= 32 && op+32 <= len(dst):
-			copy(dst[op:op+16], dst[from:from+16])
-			copy(dst[op+16:op+32], dst[from+16:from+32])
-		case off >= ml:
-			copy(dst[op:op+ml], dst[from:from+ml])
-		case off >= 8 && op+ml+8 <= len(dst):
-			for j := 0; j < ml; j += 8 {
-				binary.LittleEndian.PutUint64(dst[op+j:], binary.LittleEndian.Uint64(dst[from+j:]))
-			}
-		default:
-			for j := range ml {
-				dst[op+j] = dst[from+j]
-			}
-		}
-		op += ml
 	}
-	// the rest of the literals end the block
-	rest := len(lit) - li
-	if rest != end-op {
-		return corrupt("block decodes to %d bytes, want %d", op+rest-pos, end-pos)
+	return finish(dst, pos, end, q, &c)
+}
+
+// finish copies the literals that end the block and checks that every
+// stream was used up exactly.
+func finish(dst []byte, pos, end int, q *seqs, c *cursor) error {
+	rest := len(q.lit) - c.li
+	if rest != end-c.op {
+		return corrupt("block decodes to %d bytes, want %d", c.op+rest-pos, end-pos)
 	}
-	copy(dst[op:end], lit[li:])
-	if ei != len(ext) || o2 != len(off2) {
+	copy(dst[c.op:end], q.lit[c.li:])
+	if c.ei != len(q.ext) || c.o2 != len(q.off2) {
 		return corrupt("unused stream bytes after the last sequence")
 	}
+	return nil
+}
+
+// step replays one sequence. It checks every length and offset against the
+// streams and the output, so hostile input fails cleanly; it commits nothing
+// to c unless the whole sequence is valid.
+func step(dst []byte, end int, q *seqs, c *cursor) error {
+	i, op, ei := c.ti, c.op, c.ei
+	t := q.tok[i]
+	ll := int(t >> 4)
+	if ll == 15 {
+		v, k := binary.Uvarint(q.ext[ei:])
+		if k <= 0 || v > MaxBlock {
+			return corrupt("bad literal length at sequence %d", i)
+		}
+		ei += k
+		ll += int(v)
+	}
+	ml := int(t&15) + MinMatch
+	if ml == 15+MinMatch {
+		v, k := binary.Uvarint(q.ext[ei:])
+		if k <= 0 || v > MaxBlock {
+			return corrupt("bad match length at sequence %d", i)
+		}
+		ei += k
+		ml += int(v)
+	}
+	b1 := q.off1[i]
+	off := int(q.off0[i]) | int(b1&0x7f)<<8
+	o2 := c.o2
+	if b1&0x80 != 0 {
+		if o2 >= len(q.off2) {
+			return corrupt("offset stream exhausted at sequence %d", i)
+		}
+		off |= int(q.off2[o2]) << 15
+		o2++
+	}
+	if off == 0 {
+		off = c.rep
+	}
+	li := c.li
+	if ll > len(q.lit)-li || ll > end-op {
+		return corrupt("literal run of %d overruns the block at sequence %d", ll, i)
+	}
+	if off == 0 || off > op+ll {
+		return corrupt("match offset %d at output %d is out of range", off, op+ll)
+	}
+	if ml > end-op-ll {
+		return corrupt("match of %d overruns the block at sequence %d", ml, i)
+	}
+	lit := q.lit
+	if ll <= 16 && li+16 <= len(lit) && op+16 <= len(dst) {
+		copy(dst[op:op+16], lit[li:li+16])
+	} else {
+		copy(dst[op:op+ll], lit[li:li+ll])
+	}
+	op += ll
+	from := op - off
+	switch {
+	case off >= 16 && ml <= 32 && op+32 <= len(dst):
+		copy(dst[op:op+16], dst[from:from+16])
+		copy(dst[op+16:op+32], dst[from+16:from+32])
+	case off >= ml:
+		copy(dst[op:op+ml], dst[from:from+ml])
+	case off >= 8 && op+ml+8 <= len(dst):
+		for j := 0; j < ml; j += 8 {
+			binary.LittleEndian.PutUint64(dst[op+j:], binary.LittleEndian.Uint64(dst[from+j:]))
+		}
+	default:
+		for j := range ml {
+			dst[op+j] = dst[from+j]
+		}
+	}
+	*c = cursor{op: op + ml, ti: i + 1, li: li + ll, ei: ei, o2: o2, rep: off}
 	return nil
 }

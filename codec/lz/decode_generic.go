@@ -2,8 +2,10 @@
 
 package lz
 
-// decodeSeqs replays a block's sequences; this build has no assembly.
-func decodeSeqs(dst []byte, pos, end int, q *seqs) error { return decodeSeqsGo(dst, pos, end, q) }
-
 // HasAsm reports whether the assembly decoder is in use.
 const HasAsm = false
+
+// decodeSeqs replays a block's sequences; this build has no assembly.
+func decodeSeqs(dst []byte, pos, end int, q *seqs, _ *[]byte) error {
+	return decodeSeqsGo(dst, pos, end, q)
+}

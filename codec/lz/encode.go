@@ -138,6 +138,14 @@ func (e *Encoder) emit(lits []byte, ml, off int) {
 	}
 }
 
+// fastMin is the shortest new-offset match the fast parser takes. A
+// sequence costs at least three bytes (token and offset) and, more to the
+// point of this tier, one trip through the decode loop: short matches buy
+// little ratio and cost decode speed, so the fast tier looks for six bytes.
+const fastMin = 6
+
+func hash6(v uint64, hlog uint) uint32 { return uint32(((v << 16) * 0xcf1bbcdcb7a56463) >> (64 - hlog)) }
+
 // parseFast is a greedy parser with one hash probe per position and an
 // accelerating skip through data that does not match (as LZ4's fast mode).
 func (e *Encoder) parseFast(src []byte, start, end int) {
@@ -146,16 +154,16 @@ func (e *Encoder) parseFast(src []byte, start, end int) {
 	s, anchor := start, start
 	limit := end - 8 // every probe can load 8 bytes within the block
 	for s < limit {
-		cur := load32(src, s)
+		cur := load64(src, s)
+		h := hash6(cur, hlog)
 		var cand int
-		if e.rep > 0 && s-e.rep >= 0 && load32(src, s-e.rep) == cur {
+		if e.rep > 0 && s-e.rep >= 0 && load32(src, s-e.rep) == uint32(cur) {
 			cand = s - e.rep
-			head[hash4(cur, hlog)] = int32(s + 1)
+			head[h] = int32(s + 1)
 		} else {
-			h := hash4(cur, hlog)
 			cand = int(head[h]) - 1
 			head[h] = int32(s + 1)
-			if cand < 0 || s-cand > MaxOffset || load32(src, cand) != cur {
+			if cand < 0 || s-cand > MaxOffset || (load64(src, cand)^cur)<<16 != 0 {
 				s += 1 + (s-anchor)>>6
 				continue
 			}
@@ -168,8 +176,8 @@ func (e *Encoder) parseFast(src []byte, start, end int) {
 		e.emit(src[anchor:s], ml, s-cand)
 		s += ml
 		anchor = s
-		if s-2 < limit {
-			head[hash4(load32(src, s-2), hlog)] = int32(s - 2 + 1)
+		if s < limit {
+			head[hash6(load64(src, s-2), hlog)] = int32(s - 2 + 1)
 		}
 	}
 	e.st[sLiterals] = append(e.st[sLiterals], src[anchor:end]...)
