@@ -34,7 +34,11 @@ func sample(n int, seed uint64) []byte {
 var tiers = []Tier{Default, Max, Cold}
 
 func TestEncodeDecode(t *testing.T) {
-	for _, n := range []int{0, 1, 100, BlockSize - 1, BlockSize, BlockSize + 1, 3<<20 + 17} {
+	sizes := []int{0, 1, 100, BlockSize - 1, BlockSize, BlockSize + 1, 3<<20 + 17}
+	if testing.Short() {
+		sizes = sizes[:len(sizes)-1]
+	}
+	for _, n := range sizes {
 		src := sample(n, uint64(n))
 		for _, tier := range tiers {
 			for _, us := range []int{0, MinUnitSize, 1 << 20} {
@@ -55,7 +59,11 @@ func TestEncodeDecode(t *testing.T) {
 }
 
 func TestStreamMatchesEncode(t *testing.T) {
-	src := sample(5<<20+333, 3)
+	n := 5<<20 + 333
+	if testing.Short() {
+		n = 1<<20 + 333
+	}
+	src := sample(n, 3)
 	for _, tier := range tiers {
 		want, _ := Encode(src, Options{Tier: tier})
 		var buf bytes.Buffer
@@ -162,7 +170,11 @@ func TestCorruption(t *testing.T) {
 				t.Fatalf("%s: stream reader returned wrong bytes", name)
 			}
 		}
-		for range 400 {
+		flips := 400
+		if testing.Short() {
+			flips = 60
+		}
+		for range flips {
 			bad := bytes.Clone(enc)
 			i := r.IntN(len(bad))
 			bad[i] ^= byte(1 + r.IntN(255))

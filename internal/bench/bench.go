@@ -266,6 +266,7 @@ func Run(cfg Config, inputs []Input) (*Report, error) {
 		rep.Notes = append(rep.Notes, "Multi-core row skipped: one thread.")
 	}
 	rep.Elapsed = time.Since(rep.Started)
+	rep.Machine.LoadEnd = loadAvg()
 	return rep, nil
 }
 
@@ -370,9 +371,7 @@ func sameBytes(want, got []byte) error {
 func (b *runner) multiCore(inputs []Input, codecs []memCodec) (*MultiCore, error) {
 	mc := &MultiCore{Threads: b.cfg.Threads}
 	largest := inputs[0]
-	var total int64
 	for _, in := range inputs {
-		total += in.Size
 		if in.Size > largest.Size {
 			largest = in
 		}
@@ -385,23 +384,23 @@ func (b *runner) multiCore(inputs []Input, codecs []memCodec) (*MultiCore, error
 		}
 		mc.Source = fmt.Sprintf("largest input, %s (%d bytes)", largest.Rel, len(buf))
 	} else {
-		buf = make([]byte, 0, max(total, b.cfg.MultiCoreMin))
-		passes := 0
-		for int64(len(buf)) < b.cfg.MultiCoreMin {
-			for _, in := range inputs {
-				data, err := os.ReadFile(in.Path)
-				if err != nil {
-					return nil, err
-				}
-				buf = append(buf, data...)
+		buf = make([]byte, 0, b.cfg.MultiCoreMin+largest.Size)
+		files := 0
+		for i := 0; int64(len(buf)) < b.cfg.MultiCoreMin; i++ {
+			data, err := os.ReadFile(inputs[i%len(inputs)].Path)
+			if err != nil {
+				return nil, err
 			}
-			passes++
+			buf = append(buf, data...)
+			files++
 		}
-		mc.Source = fmt.Sprintf("no input reaches %d MiB: all %d inputs concatenated in memory in table order", b.cfg.MultiCoreMin>>20, len(inputs))
-		if passes > 1 {
-			mc.Source += fmt.Sprintf(", %d times over", passes)
+		mc.Source = fmt.Sprintf("no input reaches %d MiB, so the inputs were concatenated in memory in table order until the buffer did", b.cfg.MultiCoreMin>>20)
+		if files > len(inputs) {
+			mc.Source += fmt.Sprintf(" (all %d inputs, some more than once: %d files)", len(inputs), files)
+		} else {
+			mc.Source += fmt.Sprintf(" (the first %d of %d inputs, %s to %s)", files, len(inputs), inputs[0].Rel, inputs[files-1].Rel)
 		}
-		mc.Source += fmt.Sprintf(" (%d bytes)", len(buf))
+		mc.Source += fmt.Sprintf(": %d bytes", len(buf))
 	}
 	fmt.Fprintf(b.cfg.Log, "multi-core: %s\n", mc.Source)
 	in := Input{Rel: "multi-core buffer", Group: "multi-core", Size: int64(len(buf))}

@@ -45,6 +45,20 @@ type Machine struct {
 	Kernel     string
 	Go         string
 	OS         string
+	LoadStart  string // /proc/loadavg's 1, 5 and 15 minute averages when the run began
+	LoadEnd    string // and when it ended
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func machineInfo() Machine {
@@ -55,6 +69,7 @@ func machineInfo() Machine {
 		Kernel:     "unknown",
 		Go:         runtime.Version(),
 		OS:         runtime.GOOS + "/" + runtime.GOARCH,
+		LoadStart:  loadAvg(),
 	}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -413,6 +428,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	m := r.Machine
 	fmt.Fprintf(bw, "glyd bench: %s, %d cores (GOMAXPROCS %d), kernel %s, %s, %s\n", m.CPU, m.Cores, m.GOMAXPROCS, m.Kernel, m.Go, r.Started.Format(time.RFC3339))
+	fmt.Fprintf(bw, "load average: %s at start, %s at end\n", m.LoadStart, m.LoadEnd)
 	fmt.Fprintf(bw, "corpus: %s: %d files, %s bytes; timing: best of %d runs of >= %v; all threads = %d\n\n",
 		strings.Join(r.Paths, " "), len(r.Inputs), humanize.Comma(r.totalBytes()), r.Config.Runs, r.Config.MinTime, r.Config.Threads)
 	fmt.Fprintln(bw, "SUMMARY")
@@ -446,6 +462,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("- CPU: %s; %d cores (GOMAXPROCS %d)\n", m.CPU, m.Cores, m.GOMAXPROCS)
 	p("- Kernel: %s; %s; %s\n", m.Kernel, m.OS, m.Go)
 	p("- Date: %s\n", r.Started.Format(time.RFC1123))
+	p("- Load average (1, 5, 15 min): %s at the start, %s at the end (anything above 0 is other work sharing the cores during the run)\n", m.LoadStart, m.LoadEnd)
 	p("- Corpus: `%s`: %d files, %s bytes (%s)\n", strings.Join(r.Paths, "`, `"), len(r.Inputs), humanize.Comma(r.totalBytes()), humanize.Bytes(uint64(r.totalBytes())))
 	p("- Timing: best of %d runs, each repeating the operation for at least %v; all-threads columns use %d threads\n", r.Config.Runs, r.Config.MinTime, r.Config.Threads)
 	if len(r.Tools) > 0 {
