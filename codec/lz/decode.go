@@ -9,7 +9,10 @@ import (
 // Decoder decodes blocks. It keeps scratch buffers for entropy-coded
 // streams; it is not safe for concurrent use, so keep one per goroutine.
 type Decoder struct {
-	huf *huff0.Scratch
+	// Per stream, the table it last carried; has says whether it carried
+	// one in the current unit.
+	huf [numStreams]*huff0.Scratch
+	has [numStreams]bool
 	buf [numStreams][]byte
 	pad []byte // the assembly decoder's padded copy of off2
 }
@@ -19,7 +22,7 @@ type Decoder struct {
 var goOnly bool
 
 // NewDecoder returns a Decoder.
-func NewDecoder() *Decoder { return &Decoder{huf: &huff0.Scratch{}} }
+func NewDecoder() *Decoder { return &Decoder{} }
 
 // seqs is one block's streams, ready to be replayed.
 type seqs struct {
@@ -34,6 +37,10 @@ type seqs struct {
 func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte) error {
 	if n < 0 || n > MaxBlock || pos < 0 || len(dst) < pos+n {
 		return corrupt("block of %d bytes at %d does not fit the buffer", n, pos)
+	}
+	if pos == 0 {
+		// A unit's first block: tables from another unit must not be used.
+		d.has = [numStreams]bool{}
 	}
 	nseq, k := binary.Uvarint(src)
 	if k <= 0 || nseq > uint64(n/MinMatch) {
@@ -113,19 +120,31 @@ func (d *Decoder) stream(i int, mode byte, rawLen int, p []byte) ([]byte, error)
 			b[j] = p[0]
 		}
 		return b, nil
-	case ModeHuf1, ModeHuf4:
+	case ModeHuf1, ModeHuf4, ModeHuf1Reuse, ModeHuf4Reuse:
 		if rawLen == 0 {
 			return nil, corrupt("empty huffman %s stream", streamNames[i])
 		}
-		h, rest, err := huff0.ReadTable(p, d.huf)
-		if err != nil {
-			return nil, corrupt("%s stream table: %v", streamNames[i], err)
+		h := d.huf[i]
+		if h == nil {
+			h = &huff0.Scratch{}
+			d.huf[i] = h
 		}
-		d.huf = h
+		rest := p
+		if mode == ModeHuf1 || mode == ModeHuf4 {
+			var err error
+			if h, rest, err = huff0.ReadTable(p, h); err != nil {
+				return nil, corrupt("%s stream table: %v", streamNames[i], err)
+			}
+			d.huf[i] = h
+			d.has[i] = true
+		} else if !d.has[i] {
+			return nil, corrupt("%s stream reuses a table the unit never had", streamNames[i])
+		}
 		h.MaxDecodedSize = rawLen
 		b := d.scratch(i, rawLen)[:0:rawLen]
 		var out []byte
-		if mode == ModeHuf4 {
+		var err error
+		if mode == ModeHuf4 || mode == ModeHuf4Reuse {
 			out, err = h.Decoder().Decompress4X(b, rest)
 		} else {
 			out, err = h.Decoder().Decompress1X(b, rest)

@@ -37,7 +37,9 @@ type Encoder struct {
 	st  [numStreams][]byte
 	rep int
 
-	huf huff0.Scratch
+	// One Huffman scratch per stream, so a block can reuse the table the
+	// same stream carried in an earlier block of the unit.
+	huf [numStreams]*huff0.Scratch
 	out []byte
 }
 
@@ -54,13 +56,19 @@ func NewEncoder(level Level, entropy bool) *Encoder {
 		e.hlog, e.depth = 20, 512
 	}
 	e.head = make([]int32, 1<<e.hlog)
-	e.huf.Reuse = huff0.ReusePolicyNone
+	for i := range e.huf {
+		e.huf[i] = &huff0.Scratch{WantLogLess: 5}
+	}
 	return e
 }
 
 // StartUnit forgets all history; the next block starts a new unit.
 func (e *Encoder) StartUnit(unitLen int) {
 	clear(e.head)
+	// The decoder starts every unit with no tables; forget ours.
+	for _, h := range e.huf {
+		h.Reuse = huff0.ReusePolicyNone
+	}
 	if e.level != Fast {
 		if cap(e.chain) < unitLen {
 			e.chain = make([]int32, unitLen)
@@ -153,20 +161,16 @@ func (e *Encoder) parseFast(src []byte, start, end int) {
 	head := e.head[:1<<hlog]
 	s, anchor := start, start
 	limit := end - 8 // every probe can load 8 bytes within the block
+	// No repeat-offset probe here: in raw streams a repeat costs the same two
+	// bytes as any near offset, so it would only slow the parse.
 	for s < limit {
 		cur := load64(src, s)
 		h := hash6(cur, hlog)
-		var cand int
-		if e.rep > 0 && s-e.rep >= 0 && load32(src, s-e.rep) == uint32(cur) {
-			cand = s - e.rep
-			head[h] = int32(s + 1)
-		} else {
-			cand = int(head[h]) - 1
-			head[h] = int32(s + 1)
-			if cand < 0 || s-cand > MaxOffset || (load64(src, cand)^cur)<<16 != 0 {
-				s += 1 + (s-anchor)>>6
-				continue
-			}
+		cand := int(head[h]) - 1
+		head[h] = int32(s + 1)
+		if cand < 0 || s-cand > MaxOffset || (load64(src, cand)^cur)<<16 != 0 {
+			s += 1 + (s-anchor)>>6
+			continue
 		}
 		for s > anchor && cand > 0 && src[s-1] == src[cand-1] {
 			s--
@@ -308,24 +312,33 @@ func (e *Encoder) serialize(dst []byte) []byte {
 		if !e.entropy || len(raw) < 32 {
 			continue
 		}
+		h := e.huf[i]
 		var out []byte
+		var reused bool
 		var err error
 		mode := byte(ModeHuf1)
 		if len(raw) >= 4096 {
 			mode = ModeHuf4
-			out, _, err = huff0.Compress4X(raw, &e.huf)
+			out, reused, err = huff0.Compress4X(raw, h)
 		} else {
-			out, _, err = huff0.Compress1X(raw, &e.huf)
+			out, reused, err = huff0.Compress1X(raw, h)
 		}
+		// huff0 itself refuses output that does not save 1/32
+		// (WantLogLess), so a table it keeps is always one the decoder
+		// sees: the encoder's and the decoder's previous tables agree.
 		switch {
 		case errors.Is(err, huff0.ErrUseRLE):
 			modes[i], payload[i] = ModeRLE, raw[:1]
-		case err == nil && len(out) < len(raw)-len(raw)/32:
-			// keep a copy: the scratch buffer is reused by the next stream
+		case err == nil:
+			if reused {
+				mode += ModeHuf1Reuse - ModeHuf1
+			}
+			// keep a copy: the scratch buffer is reused by the next block
 			n := len(e.out)
 			e.out = append(e.out, out...)
 			modes[i], payload[i] = mode, e.out[n:]
 		}
+		h.Reuse = huff0.ReusePolicyAllow
 	}
 	for i := range e.st {
 		dst = append(dst, modes[i])

@@ -54,6 +54,11 @@ const (
 	ModeRLE  = 1 // one byte, repeated rawLen times
 	ModeHuf1 = 2 // huff0 single stream (small streams)
 	ModeHuf4 = 3 // huff0 four interleaved streams
+	// The same, coded with the table this stream last carried in an earlier
+	// block of the same unit: small streams would otherwise spend much of
+	// their size, and the decoder much of its time, on tables.
+	ModeHuf1Reuse = 4
+	ModeHuf4Reuse = 5
 )
 
 // ErrCorrupt is wrapped by every error the decoder returns for bad input.

@@ -2,9 +2,11 @@ package lz
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -101,5 +103,35 @@ func TestDecodeGoMatchesDispatch(t *testing.T) {
 	}
 	if !bytes.Equal(a[:MaxBlock], src[:MaxBlock]) {
 		t.Fatal("decode differs")
+	}
+}
+
+func TestReuseWithoutTableFails(t *testing.T) {
+	src := testInputs(t)["text"][:MaxBlock]
+	e := NewEncoder(Lazy, true)
+	e.StartUnit(len(src))
+	blk := e.EncodeBlock(nil, src, 0, len(src))
+	_, k := binary.Uvarint(blk)
+	if blk[k] != ModeHuf4 {
+		t.Fatalf("tokens stream mode %d, want huf4", blk[k])
+	}
+	bad := bytes.Clone(blk)
+	bad[k] = ModeHuf4Reuse
+	err := NewDecoder().DecodeBlock(make([]byte, len(src)), 0, len(src), bad)
+	if err == nil || !strings.Contains(err.Error(), "never had") {
+		t.Fatalf("reuse without a table: %v", err)
+	}
+	// With a table from the unit's first block, a later block may reuse it.
+	e.StartUnit(2 * len(src))
+	two := append(bytes.Clone(src), src...)
+	b0 := e.EncodeBlock(nil, two, 0, MaxBlock)
+	b1 := e.EncodeBlock(nil, two, MaxBlock, 2*MaxBlock)
+	d := NewDecoder()
+	out := make([]byte, len(two))
+	if err := d.DecodeBlock(out, 0, MaxBlock, b0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DecodeBlock(out, MaxBlock, MaxBlock, b1); err != nil || !bytes.Equal(out, two) {
+		t.Fatalf("second block: %v", err)
 	}
 }
