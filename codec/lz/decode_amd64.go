@@ -10,7 +10,7 @@ const HasAsm = true
 // fastState is what decodeFast reads and updates; decode_amd64.s fixes the
 // field offsets, so keep the order (TestFastStateLayout checks it).
 type fastState struct {
-	dst, tok, off0, off1, lit, ext, off2        unsafe.Pointer
+	dst, tok, off0, off1, lit, ext, off2       unsafe.Pointer
 	ntok, litLimit, outLimit, next, noff2      int
 	c                                          cursor
 	scratchExtEnd, scratchOff2End, scratchExtP uintptr // the loop's own

@@ -152,7 +152,9 @@ func (e *Encoder) emit(lits []byte, ml, off int) {
 // little ratio and cost decode speed, so the fast tier looks for six bytes.
 const fastMin = 6
 
-func hash6(v uint64, hlog uint) uint32 { return uint32(((v << 16) * 0xcf1bbcdcb7a56463) >> (64 - hlog)) }
+func hash6(v uint64, hlog uint) uint32 {
+	return uint32(((v << 16) * 0xcf1bbcdcb7a56463) >> (64 - hlog))
+}
 
 // parseFast is a greedy parser with one hash probe per position and an
 // accelerating skip through data that does not match (as LZ4's fast mode).

@@ -32,7 +32,7 @@ const (
 	// MaxOffset is the farthest back a match may reach (23 bits).
 	MaxOffset = 1<<23 - 1
 	// MaxBlock is the largest block (decoded bytes) one set of streams codes.
-	MaxBlock = 128 << 10
+	MaxBlock   = 128 << 10
 	numStreams = 6
 )
 
