@@ -19,7 +19,7 @@ run: build
 	@mkdir -p $(BIN)/demo
 	@tar cf $(BIN)/demo/source.tar --exclude=./bin --exclude=./.git .
 	@for t in "" --max --cold; do \
-		./$(BIN)/glyd $$t -k -f -v $(BIN)/demo/source.tar -o $(BIN)/demo/source$$t.tar.glyd 2>&1 || exit 1; \
+		./$(BIN)/glyd $$t -k -f -v $(BIN)/demo/source.tar $(BIN)/demo/source$$t.tar.glyd 2>&1 || exit 1; \
 	done
 	./$(BIN)/glyd info $(BIN)/demo/source--max.tar.glyd
 	./$(BIN)/glyd test $(BIN)/demo/source.tar.glyd $(BIN)/demo/source--max.tar.glyd $(BIN)/demo/source--cold.tar.glyd

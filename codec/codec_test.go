@@ -198,3 +198,15 @@ func TestUnitSizeRounding(t *testing.T) {
 		}
 	}
 }
+
+func TestTrailingDataRejected(t *testing.T) {
+	enc, _ := Encode(sample(1000, 1), Options{})
+	for _, bad := range [][]byte{append(bytes.Clone(enc), enc...), append(bytes.Clone(enc), 'x')} {
+		if _, err := io.ReadAll(NewReader(bytes.NewReader(bad), 1)); !errors.Is(err, ErrFormat) {
+			t.Fatalf("Reader: %v", err)
+		}
+		if _, err := Decode(bad, 1); !errors.Is(err, ErrFormat) {
+			t.Fatalf("Decode: %v", err)
+		}
+	}
+}

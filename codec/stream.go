@@ -328,6 +328,13 @@ func (z *Reader) finish(seen []UnitInfo, raw int64, idxOff int64) error {
 	if string(tb[:]) != string(want) {
 		return formatErr(-1, -1, z.read-trailerSize, "trailer damaged")
 	}
+	// A stream ends at its trailer: anything after it is an error, not
+	// silently dropped data (Open, reading from the end, would not even
+	// find this stream's trailer).
+	var one [1]byte
+	if n, _ := io.ReadFull(z.r, one[:]); n > 0 {
+		return formatErr(-1, -1, z.read, "unexpected data after the end of the glyd stream")
+	}
 	return io.EOF
 }
 

@@ -215,25 +215,9 @@ func (c *compressCmd) decompress(dst io.Writer, in *os.File, src io.Reader, inCo
 	prog := startProgress(showProgress, inDisp, outCount, inCount, size)
 	zr := codec.NewReader(src, c.Threads)
 	defer zr.Close()
-	if _, err := zr.WriteTo(dst); err != nil {
-		return prog, err
-	}
-	return prog, checkEnd(src)
-}
-
-// checkEnd makes sure nothing follows a stream the Reader has finished:
-// the Reader stops at the trailer, and data after it would otherwise be
-// dropped without a word.
-func checkEnd(r io.Reader) error {
-	var b [1]byte
-	n, err := io.ReadFull(r, b[:])
-	if n > 0 {
-		return &codec.FormatError{Unit: -1, Block: -1, Offset: -1, Msg: "unexpected data after the end of the glyd stream"}
-	}
-	if err == io.EOF {
-		return nil
-	}
-	return err
+	// The Reader also rejects data after the stream's trailer.
+	_, err := zr.WriteTo(dst)
+	return prog, err
 }
 
 type countingReaderAt struct {

@@ -14,7 +14,7 @@ type testCmd struct {
 	Files   []string `arg:"" help:"Files to check; '-' reads standard input."`
 }
 
-// errFailed is returned after every failure has been reported on its own.
+// reportedError is returned after every failure has been reported on its own.
 type reportedError struct{ n int }
 
 func (e reportedError) Error() string {
@@ -48,10 +48,8 @@ func (c *testCmd) check(name string) error {
 		// A stream check: every unit, then the index against the units.
 		zr := codec.NewReader(os.Stdin, c.Threads)
 		defer zr.Close()
-		if _, err := zr.WriteTo(io.Discard); err != nil {
-			return err
-		}
-		return checkEnd(os.Stdin)
+		_, err := zr.WriteTo(io.Discard)
+		return err
 	}
 	f, closeFn, err := openGlyd(name, c.Threads)
 	if err != nil {
