@@ -50,11 +50,12 @@ type Coding uint8
 // glyd add (records, tensors, delta against a base); this version rejects
 // them with a clear error.
 const (
-	CodingRaw    Coding = 0
-	CodingLZ     Coding = 1
-	CodingRecord Coding = 16
-	CodingTensor Coding = 17
-	CodingDelta  Coding = 18
+	CodingRaw      Coding = 0
+	CodingLZ       Coding = 1 // LZ, wide offset layout (23-bit offsets)
+	CodingLZNarrow Coding = 2 // LZ, narrow offset layout (16-bit offsets)
+	CodingRecord   Coding = 16
+	CodingTensor   Coding = 17
+	CodingDelta    Coding = 18
 )
 
 func (c Coding) String() string {
@@ -63,6 +64,8 @@ func (c Coding) String() string {
 		return "raw"
 	case CodingLZ:
 		return "lz"
+	case CodingLZNarrow:
+		return "lz16"
 	case CodingRecord:
 		return "records"
 	case CodingTensor:

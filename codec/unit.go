@@ -43,7 +43,11 @@ func encodeUnit(dst, src []byte, tier Tier) []byte {
 		hpos := len(dst)
 		dst = append(dst, make([]byte, blockHeaderSize)...)
 		dst = e.EncodeBlock(dst, src, lo, hi)
-		h := blockHeader{coding: CodingLZ, rawLen: hi - lo, compLen: len(dst) - hpos - blockHeaderSize, crc: Checksum(src[lo:hi])}
+		coding := CodingLZ
+		if e.Layout() == lz.Narrow {
+			coding = CodingLZNarrow
+		}
+		h := blockHeader{coding: coding, rawLen: hi - lo, compLen: len(dst) - hpos - blockHeaderSize, crc: Checksum(src[lo:hi])}
 		// Incompressible data is stored as it is: a raw block decodes at
 		// memcpy speed and costs nothing but its header.
 		if h.compLen >= h.rawLen {
@@ -83,8 +87,12 @@ func decodeUnit(dst, frame []byte, uh unitHeader, unit int, frameOff int64) erro
 				return formatErr(unit, b, off, "raw block of %d bytes stores %d", h.rawLen, h.compLen)
 			}
 			copy(dst[pos:], payload)
-		case CodingLZ:
-			if err := d.DecodeBlock(dst, pos, h.rawLen, payload); err != nil {
+		case CodingLZ, CodingLZNarrow:
+			layout := lz.Wide
+			if h.coding == CodingLZNarrow {
+				layout = lz.Narrow
+			}
+			if err := d.DecodeBlock(dst, pos, h.rawLen, payload, layout); err != nil {
 				return formatErr(unit, b, off, "%v", err)
 			}
 		case CodingRecord, CodingTensor, CodingDelta:

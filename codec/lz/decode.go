@@ -27,6 +27,7 @@ func NewDecoder() *Decoder { return &Decoder{} }
 // seqs is one block's streams, ready to be replayed.
 type seqs struct {
 	tok, lit, off0, off1, off2, ext []byte
+	narrow                          bool
 }
 
 // DecodeBlock decodes the block src into dst[pos:pos+n]. dst[:pos] is the
@@ -34,7 +35,7 @@ type seqs struct {
 // words and may write past pos+n up to len(dst) (the space of the unit's
 // next block, which that block then overwrites), never past len(dst): so
 // units decode side by side into one buffer without touching each other.
-func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte) error {
+func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte, layout Layout) error {
 	if n < 0 || n > MaxBlock || pos < 0 || len(dst) < pos+n {
 		return corrupt("block of %d bytes at %d does not fit the buffer", n, pos)
 	}
@@ -74,6 +75,9 @@ func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte) error {
 			}
 		case sOff2:
 			limit = nseq
+			if layout == Narrow {
+				limit = 0
+			}
 		case sExt:
 			limit = 2 * binary.MaxVarintLen64 * nseq
 		}
@@ -96,7 +100,7 @@ func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte) error {
 		}
 		s[i] = out
 	}
-	q := seqs{tok: s[sTokens], lit: s[sLiterals], off0: s[sOff0], off1: s[sOff1], off2: s[sOff2], ext: s[sExt]}
+	q := seqs{tok: s[sTokens], lit: s[sLiterals], off0: s[sOff0], off1: s[sOff1], off2: s[sOff2], ext: s[sExt], narrow: layout == Narrow}
 	if goOnly {
 		return decodeSeqsGo(dst, pos, pos+n, &q)
 	}
@@ -227,7 +231,9 @@ func step(dst []byte, end int, q *seqs, c *cursor) error {
 	b1 := q.off1[i]
 	off := int(q.off0[i]) | int(b1&0x7f)<<8
 	o2 := c.o2
-	if b1&0x80 != 0 {
+	if q.narrow {
+		off |= int(b1&0x80) << 8
+	} else if b1&0x80 != 0 {
 		if o2 >= len(q.off2) {
 			return corrupt("offset stream exhausted at sequence %d", i)
 		}

@@ -24,6 +24,11 @@ type fastState struct {
 //go:noescape
 func decodeFast(s *fastState)
 
+// decodeFastNarrow is decodeFast for Narrow blocks.
+//
+//go:noescape
+func decodeFastNarrow(s *fastState)
+
 // fastMargin is how far from the end of the literals and of the output the
 // assembly loop stops: it always copies 32 bytes at once.
 const fastMargin = 32
@@ -49,8 +54,12 @@ func decodeSeqs(dst []byte, pos, end int, q *seqs, pad *[]byte) error {
 			ntok: len(q.tok), litLimit: len(q.lit) - fastMargin, outLimit: outLimit,
 			next: len(q.ext), noff2: len(q.off2), c: c,
 		}
+		fast := decodeFast
+		if q.narrow {
+			fast = decodeFastNarrow
+		}
 		for {
-			decodeFast(&s)
+			fast(&s)
 			if s.c.ti >= len(q.tok) {
 				break
 			}

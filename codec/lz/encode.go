@@ -28,6 +28,8 @@ const (
 type Encoder struct {
 	level   Level
 	entropy bool
+	layout  Layout
+	window  int
 
 	head  []int32 // hash -> position+1 (0 = empty)
 	chain []int32 // position -> previous position+1 with the same hash (chain levels)
@@ -46,10 +48,11 @@ type Encoder struct {
 // NewEncoder returns an encoder for the given level. With entropy set, each
 // stream is Huffman coded where that makes it smaller.
 func NewEncoder(level Level, entropy bool) *Encoder {
-	e := &Encoder{level: level, entropy: entropy}
+	e := &Encoder{level: level, entropy: entropy, window: MaxOffset}
 	switch level {
 	case Fast:
 		e.hlog = 16
+		e.layout, e.window = Narrow, MaxNarrowOffset
 	case Lazy:
 		e.hlog, e.depth = 17, 24
 	default:
@@ -61,6 +64,9 @@ func NewEncoder(level Level, entropy bool) *Encoder {
 	}
 	return e
 }
+
+// Layout is the offset layout of the blocks this encoder writes.
+func (e *Encoder) Layout() Layout { return e.layout }
 
 // StartUnit forgets all history; the next block starts a new unit.
 func (e *Encoder) StartUnit(unitLen int) {
@@ -138,7 +144,9 @@ func (e *Encoder) emit(lits []byte, ml, off int) {
 		e.rep = off
 	}
 	e.st[sOff0] = append(e.st[sOff0], byte(code))
-	if code >= 1<<15 {
+	if e.layout == Narrow {
+		e.st[sOff1] = append(e.st[sOff1], byte(code>>8))
+	} else if code >= 1<<15 {
 		e.st[sOff1] = append(e.st[sOff1], byte(code>>8)&0x7f|0x80)
 		e.st[sOff2] = append(e.st[sOff2], byte(code>>15))
 	} else {
@@ -170,7 +178,7 @@ func (e *Encoder) parseFast(src []byte, start, end int) {
 		h := hash6(cur, hlog)
 		cand := int(head[h]) - 1
 		head[h] = int32(s + 1)
-		if cand < 0 || s-cand > MaxOffset || (load64(src, cand)^cur)<<16 != 0 {
+		if cand < 0 || s-cand > e.window || (load64(src, cand)^cur)<<16 != 0 {
 			s += 1 + (s-anchor)>>6
 			continue
 		}
@@ -212,7 +220,7 @@ func (e *Encoder) insert(src []byte, p int) {
 // find returns the best match at p (already inserted positions only).
 func (e *Encoder) find(src []byte, p, end int) match {
 	best := match{}
-	if e.rep > 0 && p-e.rep >= 0 {
+	if e.rep > 0 && p-e.rep >= 0 && e.rep <= e.window {
 		if l := matchLen(src, p, p-e.rep, end); l >= MinMatch {
 			best = match{l, e.rep}
 		}
@@ -221,7 +229,7 @@ func (e *Encoder) find(src []byte, p, end int) match {
 	c := int(e.head[hash4(cur, e.hlog)]) - 1
 	for d := e.depth; c >= 0 && d > 0; d-- {
 		off := p - c
-		if off > MaxOffset {
+		if off > e.window {
 			break
 		}
 		if load32(src, c) == cur && (best.len == 0 || p+best.len >= end || src[c+best.len] == src[p+best.len]) {

@@ -19,6 +19,13 @@
 //
 // An offset of 0 means "the previous offset again" (a repeat match), which is
 // frequent in tables, records and aligned binary data.
+//
+// A block comes in one of two offset layouts (the container records which):
+// Wide, as above, reaching 8 MiB back; and Narrow, where off1 holds offset
+// bits 8-15 whole and there is no off2 stream, reaching 64 KiB back. The
+// default tier writes Narrow blocks: its decode loop then has no per-sequence
+// test for a third offset byte, which is worth more speed than the longer
+// reach is worth ratio (docs/format.md has the numbers).
 package lz
 
 import (
@@ -31,6 +38,8 @@ const (
 	MinMatch = 4
 	// MaxOffset is the farthest back a match may reach (23 bits).
 	MaxOffset = 1<<23 - 1
+	// MaxNarrowOffset is the farthest back a match in a Narrow block reaches.
+	MaxNarrowOffset = 1<<16 - 1
 	// MaxBlock is the largest block (decoded bytes) one set of streams codes.
 	MaxBlock   = 128 << 10
 	numStreams = 6
@@ -44,6 +53,14 @@ const (
 	sOff1
 	sOff2
 	sExt
+)
+
+// Layout selects how a block codes offsets.
+type Layout uint8
+
+const (
+	Wide   Layout = 0 // off0, off1 (7 bits + flag), off2: 23-bit offsets
+	Narrow Layout = 1 // off0, off1: 16-bit offsets, no off2 stream
 )
 
 var streamNames = [numStreams]string{"tokens", "literals", "off0", "off1", "off2", "ext"}

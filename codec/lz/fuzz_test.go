@@ -16,16 +16,20 @@ func FuzzDecodeBlock(f *testing.F) {
 		for _, ent := range []bool{false, true} {
 			e := NewEncoder(lv, ent)
 			e.StartUnit(len(src))
-			f.Add(uint16(len(src)), e.EncodeBlock(nil, src, 0, len(src)))
+			f.Add(uint16(len(src)), lv == Fast, e.EncodeBlock(nil, src, 0, len(src)))
 		}
 	}
-	f.Fuzz(func(t *testing.T, n uint16, blk []byte) {
+	f.Fuzz(func(t *testing.T, n uint16, narrow bool, blk []byte) {
 		size := int(n) % (MaxBlock + 1)
+		layout := Wide
+		if narrow {
+			layout = Narrow
+		}
 		a := make([]byte, size+40)
 		b := make([]byte, size+40)
 		d := NewDecoder()
-		errA := d.DecodeBlock(a, 0, size, blk)
-		errB := decodeGoOnly(b, size, blk)
+		errA := d.DecodeBlock(a, 0, size, blk, layout)
+		errB := decodeGoOnly(b, size, blk, layout)
 		if (errA == nil) != (errB == nil) {
 			t.Fatalf("decoders disagree: %v vs %v", errA, errB)
 		}
@@ -36,11 +40,11 @@ func FuzzDecodeBlock(f *testing.F) {
 }
 
 // decodeGoOnly decodes with the pure Go sequence loop.
-func decodeGoOnly(dst []byte, n int, blk []byte) error {
+func decodeGoOnly(dst []byte, n int, blk []byte, layout Layout) error {
 	saved := goOnly
 	goOnly = true
 	defer func() { goOnly = saved }()
-	return NewDecoder().DecodeBlock(dst, 0, n, blk)
+	return NewDecoder().DecodeBlock(dst, 0, n, blk, layout)
 }
 
 // FuzzRoundTrip encodes arbitrary data at every level and decodes it back.
@@ -57,7 +61,7 @@ func FuzzRoundTrip(f *testing.F) {
 				e.StartUnit(len(src))
 				blk := e.EncodeBlock(nil, src, 0, len(src))
 				dst := make([]byte, len(src))
-				if err := NewDecoder().DecodeBlock(dst, 0, len(src), blk); err != nil {
+				if err := NewDecoder().DecodeBlock(dst, 0, len(src), blk, e.Layout()); err != nil {
 					t.Fatalf("level %d entropy %v: %v", lv, ent, err)
 				}
 				if !bytes.Equal(dst, src) {
@@ -98,8 +102,8 @@ func TestAsmMatchesGoOnMutations(t *testing.T) {
 			}
 			a := make([]byte, len(src)+40)
 			b := make([]byte, len(src)+40)
-			errA := NewDecoder().DecodeBlock(a, 0, len(src), bad)
-			errB := decodeGoOnly(b, len(src), bad)
+			errA := NewDecoder().DecodeBlock(a, 0, len(src), bad, e.Layout())
+			errB := decodeGoOnly(b, len(src), bad, e.Layout())
 			if (errA == nil) != (errB == nil) || (errA == nil && !bytes.Equal(a[:len(src)], b[:len(src)])) {
 				t.Fatalf("decoders disagree: %v vs %v", errA, errB)
 			}

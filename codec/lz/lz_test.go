@@ -21,6 +21,19 @@ func testInputs(t testing.TB) map[string][]byte {
 	in["random"] = rnd
 	zeros := make([]byte, 300<<10)
 	in["zeros"] = zeros
+	// short periods (offsets 1-7) between literals, for the tiny-offset copy
+	var per []byte
+	for p := 1; len(per) < 200<<10; p = p%9 + 1 {
+		per = append(per, byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()))
+		pat := make([]byte, p)
+		for j := range pat {
+			pat[j] = byte(r.Uint32())
+		}
+		for range 3 + r.IntN(60) {
+			per = append(per, pat...)
+		}
+	}
+	in["periodic"] = per
 	var words []string
 	for range 500 {
 		n := 2 + r.IntN(8)
@@ -69,7 +82,7 @@ func roundTrip(t testing.TB, e *Encoder, d *Decoder, src []byte) (int, []byte) {
 		size += len(b)
 		start := i * MaxBlock
 		end := min(start+MaxBlock, len(src))
-		if err := d.DecodeBlock(dst, start, end-start, b); err != nil {
+		if err := d.DecodeBlock(dst, start, end-start, b, e.Layout()); err != nil {
 			t.Fatalf("block %d: %v", i, err)
 		}
 	}
@@ -98,7 +111,7 @@ func TestDecodeGoMatchesDispatch(t *testing.T) {
 	blk := e.EncodeBlock(nil, src, 0, MaxBlock)
 	d := NewDecoder()
 	a := make([]byte, MaxBlock)
-	if err := d.DecodeBlock(a, 0, MaxBlock, blk); err != nil {
+	if err := d.DecodeBlock(a, 0, MaxBlock, blk, e.Layout()); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a[:MaxBlock], src[:MaxBlock]) {
@@ -117,7 +130,7 @@ func TestReuseWithoutTableFails(t *testing.T) {
 	}
 	bad := bytes.Clone(blk)
 	bad[k] = ModeHuf4Reuse
-	err := NewDecoder().DecodeBlock(make([]byte, len(src)), 0, len(src), bad)
+	err := NewDecoder().DecodeBlock(make([]byte, len(src)), 0, len(src), bad, e.Layout())
 	if err == nil || !strings.Contains(err.Error(), "never had") {
 		t.Fatalf("reuse without a table: %v", err)
 	}
@@ -128,10 +141,10 @@ func TestReuseWithoutTableFails(t *testing.T) {
 	b1 := e.EncodeBlock(nil, two, MaxBlock, 2*MaxBlock)
 	d := NewDecoder()
 	out := make([]byte, len(two))
-	if err := d.DecodeBlock(out, 0, MaxBlock, b0); err != nil {
+	if err := d.DecodeBlock(out, 0, MaxBlock, b0, e.Layout()); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.DecodeBlock(out, MaxBlock, MaxBlock, b1); err != nil || !bytes.Equal(out, two) {
+	if err := d.DecodeBlock(out, MaxBlock, MaxBlock, b1, e.Layout()); err != nil || !bytes.Equal(out, two) {
 		t.Fatalf("second block: %v", err)
 	}
 }
