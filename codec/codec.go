@@ -55,7 +55,7 @@ func Encode(src []byte, opts Options) ([]byte, error) {
 	g.SetLimit(opts.threads())
 	for i := range n {
 		g.Go(func() error {
-			frames[i] = encodeUnit(nil, src[i*us:min(len(src), (i+1)*us)], opts.Tier)
+			frames[i] = encodeUnit(getFrame(), src[i*us:min(len(src), (i+1)*us)], opts.Tier)
 			return nil
 		})
 	}
@@ -70,6 +70,7 @@ func Encode(src []byte, opts Options) ([]byte, error) {
 	for i, f := range frames {
 		units[i] = UnitInfo{CompOffset: int64(len(out)), RawOffset: int64(i * us), CompLen: len(f), RawLen: min(len(src)-i*us, us)}
 		out = append(out, f...)
+		putFrame(f)
 	}
 	idx := int64(len(out))
 	out = appendIndex(out, units, int64(len(src)))

@@ -75,13 +75,17 @@ func (z *Writer) writeLoop() {
 		if z.failed() != nil {
 			continue
 		}
-		if _, err := z.w.Write(p.out); err != nil {
+		n := len(p.out)
+		_, err := z.w.Write(p.out)
+		putFrame(p.out)
+		p.out = nil
+		if err != nil {
 			z.fail(err)
 			continue
 		}
 		z.mu.Lock()
-		z.units = append(z.units, UnitInfo{CompOffset: z.off, RawOffset: z.raw, CompLen: len(p.out), RawLen: len(p.in)})
-		z.off += int64(len(p.out))
+		z.units = append(z.units, UnitInfo{CompOffset: z.off, RawOffset: z.raw, CompLen: n, RawLen: len(p.in)})
+		z.off += int64(n)
 		z.raw += int64(len(p.in))
 		z.mu.Unlock()
 	}
@@ -140,7 +144,7 @@ func (z *Writer) submit() {
 	z.buf = nil
 	z.sem <- struct{}{}
 	go func() {
-		p.out = encodeUnit(nil, p.in, z.opts.Tier)
+		p.out = encodeUnit(getFrame(), p.in, z.opts.Tier)
 		close(p.done)
 		<-z.sem
 	}()

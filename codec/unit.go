@@ -30,12 +30,35 @@ func newTierEncoder(t Tier) *lz.Encoder {
 	return lz.NewEncoder(lz.Fast, false)
 }
 
+// framePool recycles unit frame buffers: a frame is copied out (to the
+// result or the writer) as soon as it is done, and allocating a fresh one per
+// unit kept the garbage collector busy enough to show in encode profiles.
+var framePool sync.Pool
+
+func getFrame() []byte {
+	if b, ok := framePool.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
+func putFrame(b []byte) {
+	if cap(b) > 0 {
+		framePool.Put(&b)
+	}
+}
+
 // encodeUnit appends one unit frame coding src to dst.
 func encodeUnit(dst, src []byte, tier Tier) []byte {
 	e := encPools[tier].Get().(*lz.Encoder)
 	defer encPools[tier].Put(e)
 	e.StartUnit(len(src))
 	nblocks := (len(src) + BlockSize - 1) / BlockSize
+	// Room for the worst case (every block stored raw) up front: growing the
+	// frame by appends copied it over and over.
+	if need := len(dst) + unitHeaderSize + nblocks*blockHeaderSize + len(src); cap(dst) < need {
+		dst = append(make([]byte, 0, need), dst...)
+	}
 	start := len(dst)
 	dst = append(dst, make([]byte, unitHeaderSize)...)
 	for b := range nblocks {

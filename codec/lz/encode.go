@@ -36,8 +36,7 @@ type Encoder struct {
 	hlog  uint
 	depth int
 
-	st  [numStreams][]byte
-	rep int
+	st [numStreams][]byte
 
 	// One Huffman scratch per stream, so a block can reuse the table the
 	// same stream carried in an earlier block of the unit.
@@ -90,16 +89,19 @@ func (e *Encoder) EncodeBlock(dst, src []byte, start, end int) []byte {
 	if end-start > MaxBlock {
 		panic("lz: block too large")
 	}
+	// The parsers append to a copy of the stream headers on the stack: the
+	// appends then need no write barriers, which showed in profiles.
+	w := seqWriter{narrow: e.layout == Narrow}
 	for i := range e.st {
-		e.st[i] = e.st[i][:0]
+		w.st[i] = e.st[i][:0]
 	}
-	e.rep = 0
 	switch e.level {
 	case Fast:
-		e.parseFast(src, start, end)
+		e.parseFast(&w, src, start, end)
 	default:
-		e.parseLazy(src, start, end)
+		e.parseLazy(&w, src, start, end)
 	}
+	e.st = w.st
 	return e.serialize(dst)
 }
 
@@ -125,32 +127,40 @@ func matchLen(a []byte, i, j, end int) int {
 	return n
 }
 
+// seqWriter collects one block's streams as the parser emits sequences.
+type seqWriter struct {
+	st     [numStreams][]byte
+	rep    int
+	narrow bool
+}
+
 // emit records one sequence: the literals, then a match of ml bytes at distance off.
-func (e *Encoder) emit(lits []byte, ml, off int) {
+func (w *seqWriter) emit(lits []byte, ml, off int) {
 	ll := len(lits)
 	m := ml - MinMatch
-	e.st[sTokens] = append(e.st[sTokens], byte(min(ll, 15))<<4|byte(min(m, 15)))
+	w.st[sTokens] = append(w.st[sTokens], byte(min(ll, 15))<<4|byte(min(m, 15)))
 	if ll >= 15 {
-		e.st[sExt] = binary.AppendUvarint(e.st[sExt], uint64(ll-15))
+		w.st[sExt] = binary.AppendUvarint(w.st[sExt], uint64(ll-15))
 	}
 	if m >= 15 {
-		e.st[sExt] = binary.AppendUvarint(e.st[sExt], uint64(m-15))
+		w.st[sExt] = binary.AppendUvarint(w.st[sExt], uint64(m-15))
 	}
-	e.st[sLiterals] = append(e.st[sLiterals], lits...)
+	w.st[sLiterals] = append(w.st[sLiterals], lits...)
 	code := off
-	if off == e.rep {
+	if off == w.rep {
 		code = 0
 	} else {
-		e.rep = off
+		w.rep = off
 	}
-	e.st[sOff0] = append(e.st[sOff0], byte(code))
-	if e.layout == Narrow {
-		e.st[sOff1] = append(e.st[sOff1], byte(code>>8))
-	} else if code >= 1<<15 {
-		e.st[sOff1] = append(e.st[sOff1], byte(code>>8)&0x7f|0x80)
-		e.st[sOff2] = append(e.st[sOff2], byte(code>>15))
-	} else {
-		e.st[sOff1] = append(e.st[sOff1], byte(code>>8))
+	w.st[sOff0] = append(w.st[sOff0], byte(code))
+	switch {
+	case w.narrow:
+		w.st[sOff1] = append(w.st[sOff1], byte(code>>8))
+	case code >= 1<<15:
+		w.st[sOff1] = append(w.st[sOff1], byte(code>>8)&0x7f|0x80)
+		w.st[sOff2] = append(w.st[sOff2], byte(code>>15))
+	default:
+		w.st[sOff1] = append(w.st[sOff1], byte(code>>8))
 	}
 }
 
@@ -166,7 +176,7 @@ func hash6(v uint64, hlog uint) uint32 {
 
 // parseFast is a greedy parser with one hash probe per position and an
 // accelerating skip through data that does not match (as LZ4's fast mode).
-func (e *Encoder) parseFast(src []byte, start, end int) {
+func (e *Encoder) parseFast(w *seqWriter, src []byte, start, end int) {
 	const hlog = 16
 	head := e.head[:1<<hlog]
 	s, anchor := start, start
@@ -187,14 +197,14 @@ func (e *Encoder) parseFast(src []byte, start, end int) {
 			cand--
 		}
 		ml := MinMatch + matchLen(src, s+MinMatch, cand+MinMatch, end)
-		e.emit(src[anchor:s], ml, s-cand)
+		w.emit(src[anchor:s], ml, s-cand)
 		s += ml
 		anchor = s
 		if s < limit {
 			head[hash6(load64(src, s-2), hlog)] = int32(s - 2 + 1)
 		}
 	}
-	e.st[sLiterals] = append(e.st[sLiterals], src[anchor:end]...)
+	w.st[sLiterals] = append(w.st[sLiterals], src[anchor:end]...)
 }
 
 type match struct{ len, off int }
@@ -218,11 +228,11 @@ func (e *Encoder) insert(src []byte, p int) {
 }
 
 // find returns the best match at p (already inserted positions only).
-func (e *Encoder) find(src []byte, p, end int) match {
+func (e *Encoder) find(src []byte, p, end, rep int) match {
 	best := match{}
-	if e.rep > 0 && p-e.rep >= 0 && e.rep <= e.window {
-		if l := matchLen(src, p, p-e.rep, end); l >= MinMatch {
-			best = match{l, e.rep}
+	if rep > 0 && p-rep >= 0 && rep <= e.window {
+		if l := matchLen(src, p, p-rep, end); l >= MinMatch {
+			best = match{l, rep}
 		}
 	}
 	cur := load32(src, p)
@@ -235,7 +245,7 @@ func (e *Encoder) find(src []byte, p, end int) match {
 		if load32(src, c) == cur && (best.len == 0 || p+best.len >= end || src[c+best.len] == src[p+best.len]) {
 			l := matchLen(src, p, c, end)
 			m := match{l, off}
-			if l >= MinMatch && gain(m, e.rep) > gain(best, e.rep) {
+			if l >= MinMatch && gain(m, rep) > gain(best, rep) {
 				best = m
 				if p+l >= end {
 					break
@@ -245,7 +255,7 @@ func (e *Encoder) find(src []byte, p, end int) match {
 		c = int(e.chain[c]) - 1
 	}
 	// A short match far away costs more than the literals it replaces.
-	if best.len == MinMatch && best.off != e.rep && best.off > 1<<16 {
+	if best.len == MinMatch && best.off != rep && best.off > 1<<16 {
 		return match{}
 	}
 	return best
@@ -253,7 +263,7 @@ func (e *Encoder) find(src []byte, p, end int) match {
 
 // parseLazy is a hash-chain parser with lazy evaluation: before taking a
 // match it looks one (Lazy) or two (Deep) positions ahead for a better one.
-func (e *Encoder) parseLazy(src []byte, start, end int) {
+func (e *Encoder) parseLazy(w *seqWriter, src []byte, start, end int) {
 	lazySteps := 1
 	if e.level == Deep {
 		lazySteps = 2
@@ -268,7 +278,7 @@ func (e *Encoder) parseLazy(src []byte, start, end int) {
 	}
 	for s < limit {
 		ins(s)
-		m := e.find(src, s, end)
+		m := e.find(src, s, end, w.rep)
 		e.insert(src, s)
 		next = s + 1
 		if m.len < MinMatch {
@@ -277,10 +287,10 @@ func (e *Encoder) parseLazy(src []byte, start, end int) {
 		}
 		for step := 0; step < lazySteps && s+1 < limit; step++ {
 			ins(s + 1)
-			m2 := e.find(src, s+1, end)
+			m2 := e.find(src, s+1, end, w.rep)
 			e.insert(src, s+1)
 			next = s + 2
-			if gain(m2, e.rep) > gain(m, e.rep)+4 {
+			if gain(m2, w.rep) > gain(m, w.rep)+4 {
 				s++
 				m = m2
 				continue
@@ -292,12 +302,12 @@ func (e *Encoder) parseLazy(src []byte, start, end int) {
 			s--
 			m.len++
 		}
-		e.emit(src[anchor:s], m.len, m.off)
+		w.emit(src[anchor:s], m.len, m.off)
 		ins(s + m.len)
 		s += m.len
 		anchor = s
 	}
-	e.st[sLiterals] = append(e.st[sLiterals], src[anchor:end]...)
+	w.st[sLiterals] = append(w.st[sLiterals], src[anchor:end]...)
 }
 
 // serialize writes the block header and the streams, Huffman coding each
