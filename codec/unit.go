@@ -53,21 +53,53 @@ func encodeUnit(dst, src []byte, tier Tier) []byte {
 	e := encPools[tier].Get().(*lz.Encoder)
 	defer encPools[tier].Put(e)
 	e.StartUnit(len(src))
-	nblocks := (len(src) + BlockSize - 1) / BlockSize
+	return encodeBlocks(dst, src, 0, e)
+}
+
+// deltaPools hold the encoders for delta frames: always the wide layout
+// (a base reaches further back than 64 KiB) and always entropy coded.
+var deltaPools = [2]sync.Pool{
+	{New: func() any { return lz.NewEncoder(lz.Lazy, true) }},
+	{New: func() any { return lz.NewEncoder(lz.Deep, true) }},
+}
+
+// encodeDeltaUnit appends a unit frame coding target with base as history.
+func encodeDeltaUnit(dst, base, target []byte, tier Tier) []byte {
+	pool := &deltaPools[0]
+	if tier == Cold {
+		pool = &deltaPools[1]
+	}
+	e := pool.Get().(*lz.Encoder)
+	defer pool.Put(e)
+	buf := make([]byte, 0, len(base)+len(target))
+	buf = append(append(buf, base...), target...)
+	e.StartUnit(len(buf))
+	e.Prime(buf, len(base))
+	return encodeBlocks(dst, buf, len(base), e)
+}
+
+// encodeBlocks appends a unit frame coding src[hist:] (src[:hist] is history
+// the decoder is given separately) block by block.
+func encodeBlocks(dst, src []byte, hist int, e *lz.Encoder) []byte {
+	n := len(src) - hist
+	nblocks := (n + BlockSize - 1) / BlockSize
 	// Room for the worst case (every block stored raw) up front: growing the
 	// frame by appends copied it over and over.
-	if need := len(dst) + unitHeaderSize + nblocks*blockHeaderSize + len(src); cap(dst) < need {
+	if need := len(dst) + unitHeaderSize + nblocks*blockHeaderSize + n; cap(dst) < need {
 		dst = append(make([]byte, 0, need), dst...)
 	}
 	start := len(dst)
 	dst = append(dst, make([]byte, unitHeaderSize)...)
 	for b := range nblocks {
-		lo, hi := b*BlockSize, min((b+1)*BlockSize, len(src))
+		lo, hi := hist+b*BlockSize, min(hist+(b+1)*BlockSize, len(src))
 		hpos := len(dst)
 		dst = append(dst, make([]byte, blockHeaderSize)...)
 		dst = e.EncodeBlock(dst, src, lo, hi)
 		coding := CodingLZ
-		if e.Layout() == lz.Narrow {
+		switch {
+		case hist > 0:
+			coding = CodingDelta
+		case e.Layout() == lz.Narrow:
 			coding = CodingLZNarrow
 		}
 		h := blockHeader{coding: coding, rawLen: hi - lo, compLen: len(dst) - hpos - blockHeaderSize, crc: Checksum(src[lo:hi])}
@@ -79,7 +111,7 @@ func encodeUnit(dst, src []byte, tier Tier) []byte {
 		}
 		h.append(dst[hpos:hpos])
 	}
-	unitHeader{blocks: nblocks, rawLen: len(src), compLen: len(dst) - start - unitHeaderSize}.append(dst[start:start])
+	unitHeader{blocks: nblocks, rawLen: n, compLen: len(dst) - start - unitHeaderSize}.append(dst[start:start])
 	return dst
 }
 
@@ -87,16 +119,23 @@ func encodeUnit(dst, src []byte, tier Tier) []byte {
 // header) into dst, whose length is the unit's decoded size. Every block's
 // checksum is verified before the call returns.
 func decodeUnit(dst, frame []byte, uh unitHeader, unit int, frameOff int64) error {
+	return decodeUnitAt(dst, 0, frame, uh, unit, frameOff)
+}
+
+// decodeUnitAt decodes a unit into work[hist:]; work[:hist] is the history
+// delta blocks copy from (their base), and hist is 0 for ordinary units.
+func decodeUnitAt(work []byte, hist int, frame []byte, uh unitHeader, unit int, frameOff int64) error {
 	d := decPool.Get().(*lz.Decoder)
 	defer decPool.Put(d)
-	pos := 0
+	dst := work
+	pos := hist
 	off := frameOff + unitHeaderSize
 	for b := range uh.blocks {
 		if len(frame) < blockHeaderSize {
 			return formatErr(unit, b, off, "truncated block header")
 		}
 		h := parseBlockHeader(frame)
-		want := min(BlockSize, uh.rawLen-pos)
+		want := min(BlockSize, uh.rawLen-(pos-hist))
 		if h.rawLen != want {
 			return formatErr(unit, b, off, "block holds %d bytes, want %d", h.rawLen, want)
 		}
@@ -118,7 +157,14 @@ func decodeUnit(dst, frame []byte, uh unitHeader, unit int, frameOff int64) erro
 			if err := d.DecodeBlock(dst, pos, h.rawLen, payload, layout); err != nil {
 				return formatErr(unit, b, off, "%v", err)
 			}
-		case CodingRecord, CodingTensor, CodingDelta:
+		case CodingDelta:
+			if hist == 0 {
+				return formatErr(unit, b, off, "delta block needs its base, and none was given")
+			}
+			if err := d.DecodeBlock(dst, pos, h.rawLen, payload, lz.Wide); err != nil {
+				return formatErr(unit, b, off, "%v", err)
+			}
+		case CodingRecord, CodingTensor:
 			return formatErr(unit, b, off, "block coding %s is reserved for a later glyd and not supported here", h.coding)
 		default:
 			return formatErr(unit, b, off, "unknown block coding %d", uint8(h.coding))

@@ -82,6 +82,21 @@ func (e *Encoder) StartUnit(unitLen int) {
 	}
 }
 
+// Prime makes src[:end] history without coding it: the blocks that follow
+// (EncodeBlock from end on) may copy from it. This is how a chunk is coded
+// as a delta against a similar base: src is base followed by the chunk, and
+// the decoder is handed the base the same way (DecodeBlock at pos len(base)).
+func (e *Encoder) Prime(src []byte, end int) {
+	limit := min(end, len(src)-8)
+	for p := 0; p < limit; p++ {
+		if e.level == Fast {
+			e.head[hash6(load64(src, p), 16)] = int32(p + 1)
+		} else {
+			e.insert(src, p)
+		}
+	}
+}
+
 // EncodeBlock appends the coding of src[start:end] to dst. src[:start] is the
 // unit's history (already coded by earlier EncodeBlock calls since StartUnit)
 // and end-start must not exceed MaxBlock.

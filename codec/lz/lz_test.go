@@ -148,3 +148,32 @@ func TestReuseWithoutTableFails(t *testing.T) {
 		t.Fatalf("second block: %v", err)
 	}
 }
+
+func TestPrimeFindsBase(t *testing.T) {
+	in := testInputs(t)
+	base := in["text"][:100<<10]
+	// the target is the base with a few edits: almost all of it should come
+	// from the primed history
+	target := bytes.Clone(base)
+	for i := 1000; i < len(target); i += 9000 {
+		target[i] ^= 0x55
+	}
+	for _, lv := range []Level{Fast, Lazy, Deep} {
+		e := NewEncoder(lv, true)
+		if lv == Fast {
+			e.layout, e.window = Wide, MaxOffset
+		}
+		buf := append(bytes.Clone(base), target...)
+		e.StartUnit(len(buf))
+		e.Prime(buf, len(base))
+		blk := e.EncodeBlock(nil, buf, len(base), len(buf))
+		if len(blk) > len(target)/20 {
+			t.Errorf("level %d: delta of %d bytes for a lightly edited copy of %d", lv, len(blk), len(target))
+		}
+		out := make([]byte, len(buf))
+		copy(out, base)
+		if err := NewDecoder().DecodeBlock(out, len(base), len(target), blk, e.Layout()); err != nil || !bytes.Equal(out[len(base):], target) {
+			t.Fatalf("level %d: %v", lv, err)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package codec
+
+// Chunks: the chunk store keeps every chunk as one bare v7 unit frame (the
+// unit header, its block headers and payloads, each block with its CRC-32C),
+// without the stream header, seek index and trailer that a file needs: a
+// chunk is found by its id, not by seeking, and those 84 bytes would be a
+// real share of a small delta.
+
+// MaxChunk is the largest chunk EncodeChunk takes.
+const MaxChunk = MaxUnitSize
+
+// EncodeChunk appends src coded as one unit frame to dst.
+func EncodeChunk(dst, src []byte, tier Tier) []byte {
+	if len(src) > MaxChunk {
+		panic("codec: chunk larger than a unit")
+	}
+	return encodeUnit(dst, src, tier)
+}
+
+// EncodeDelta appends target coded as one unit frame whose blocks copy from
+// base (coding 18, delta): DecodeChunk needs the same base to decode it.
+// base and target together must fit a unit's reach (MaxChunk).
+func EncodeDelta(dst, base, target []byte, tier Tier) []byte {
+	if len(base)+len(target) > MaxChunk {
+		panic("codec: base and target larger than a unit")
+	}
+	return encodeDeltaUnit(dst, base, target, tier)
+}
+
+// ChunkInfo is what a chunk frame's header says.
+type ChunkInfo struct {
+	RawLen int
+	Delta  bool // some block needs the base it was coded against
+}
+
+// InspectChunk checks a chunk frame's headers without decoding it.
+func InspectChunk(frame []byte) (ChunkInfo, error) {
+	uh, err := chunkHeader(frame)
+	if err != nil {
+		return ChunkInfo{}, err
+	}
+	info := ChunkInfo{RawLen: uh.rawLen}
+	fr := frame[unitHeaderSize:]
+	for b := 0; b < uh.blocks; b++ {
+		if len(fr) < blockHeaderSize {
+			return info, formatErr(0, b, -1, "truncated block header")
+		}
+		h := parseBlockHeader(fr)
+		if h.compLen > len(fr)-blockHeaderSize {
+			return info, formatErr(0, b, -1, "block payload runs past the chunk")
+		}
+		info.Delta = info.Delta || h.coding == CodingDelta
+		fr = fr[blockHeaderSize+h.compLen:]
+	}
+	return info, nil
+}
+
+func chunkHeader(frame []byte) (unitHeader, error) {
+	if len(frame) < unitHeaderSize || frame[0] != frameUnit {
+		return unitHeader{}, formatErr(0, -1, 0, "not a chunk frame")
+	}
+	uh, err := parseUnitHeader(frame, 0, 0)
+	if err != nil {
+		return uh, err
+	}
+	if uh.compLen != len(frame)-unitHeaderSize {
+		return uh, formatErr(0, -1, 0, "chunk frame holds %d bytes, header says %d", len(frame)-unitHeaderSize, uh.compLen)
+	}
+	return uh, nil
+}
+
+// DecodeChunk decodes a chunk frame, checking every block's CRC. base is the
+// chunk a delta frame was coded against (nil for a plain chunk).
+func DecodeChunk(frame, base []byte) ([]byte, error) {
+	uh, err := chunkHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	if len(base)+uh.rawLen > MaxChunk {
+		return nil, formatErr(0, -1, 0, "base of %d bytes too large for a chunk of %d", len(base), uh.rawLen)
+	}
+	work := make([]byte, len(base)+uh.rawLen)
+	copy(work, base)
+	if err := decodeUnitAt(work, len(base), frame[unitHeaderSize:], uh, 0, 0); err != nil {
+		return nil, err
+	}
+	return work[len(base):], nil
+}
