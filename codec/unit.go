@@ -56,19 +56,19 @@ func encodeUnit(dst, src []byte, tier Tier) []byte {
 	return encodeBlocks(dst, src, 0, e)
 }
 
-// deltaPools hold the encoders for delta frames: always the wide layout
-// (a base reaches further back than 64 KiB) and always entropy coded.
-var deltaPools = [2]sync.Pool{
+// deltaPools hold the encoders for delta frames, by tier: always the wide
+// layout (a base reaches further back than 64 KiB) and a lazy parse, with the
+// Huffman stage where the tier has one, so a delta and the same chunk coded
+// alone compare like for like.
+var deltaPools = [3]sync.Pool{
+	{New: func() any { return lz.NewEncoder(lz.Lazy, false) }},
 	{New: func() any { return lz.NewEncoder(lz.Lazy, true) }},
 	{New: func() any { return lz.NewEncoder(lz.Deep, true) }},
 }
 
 // encodeDeltaUnit appends a unit frame coding target with base as history.
 func encodeDeltaUnit(dst, base, target []byte, tier Tier) []byte {
-	pool := &deltaPools[0]
-	if tier == Cold {
-		pool = &deltaPools[1]
-	}
+	pool := &deltaPools[tier]
 	e := pool.Get().(*lz.Encoder)
 	defer pool.Put(e)
 	buf := make([]byte, 0, len(base)+len(target))

@@ -1,0 +1,146 @@
+// Package delta finds which stored chunk a new chunk resembles and codes the
+// new chunk against it.
+//
+// Resemblance uses super-features (Shilane et al., "WAN Optimized Replication
+// of Backup Datasets Using Stream-Informed Delta Compression", FAST 2012): a
+// rolling hash is sampled along the chunk, NumFeatures independent linear
+// transforms of it keep their maxima (each maximum is a min-hash of the
+// chunk's content), and groups of features are hashed into super-features.
+// Two chunks that share a super-feature very likely share most of their
+// content, wherever in the chunk it moved; the store indexes super-features
+// to find candidates with one lookup each.
+//
+// The delta itself is the v7 codec with the base as LZ history
+// (codec.EncodeDelta), so moved, duplicated and edited content all become
+// copies from the base.
+package delta
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/glyd/glyd/codec"
+)
+
+const (
+	// NumSuperFeatures is how many super-features a sketch holds.
+	NumSuperFeatures = 3
+	featuresPerSF    = 4
+	numFeatures      = NumSuperFeatures * featuresPerSF
+	// sampleMask picks one rolling-hash position in 8 (by its low bits):
+	// enough samples for the maxima to be stable, an eighth of the work.
+	sampleMask = 7
+)
+
+// Sketch is a chunk's super-features.
+type Sketch [NumSuperFeatures]uint64
+
+// transforms are the fixed (odd multiplier, addend) pairs of the features.
+// They are part of every store's sketch index: never change them.
+var transforms = func() (t [numFeatures][2]uint64) {
+	x := uint64(0x9E3779B97F4A7C15)
+	next := func() uint64 { // splitmix64
+		x += 0x9E3779B97F4A7C15
+		z := x
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+		return z ^ (z >> 31)
+	}
+	for i := range t {
+		t[i] = [2]uint64{next() | 1, next()}
+	}
+	return t
+}()
+
+// gear is the rolling hash's byte table (as FastCDC's): a window of the
+// last 64 bytes shapes each value.
+var gear = func() (g [256]uint64) {
+	x := uint64(0x2545F4914F6CDD1D)
+	for i := range g {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		g[i] = x
+	}
+	return g
+}()
+
+// Compute returns the sketch of data. Chunks shorter than 64 bytes get an
+// all-zero sketch, which the store never indexes.
+func Compute(data []byte) Sketch {
+	var s Sketch
+	if len(data) < 64 {
+		return s
+	}
+	var feat [numFeatures]uint64
+	var h uint64
+	for i, b := range data {
+		h = h<<1 + gear[b]
+		if h&sampleMask != 0 || i < 63 {
+			continue
+		}
+		for j := range feat {
+			if v := h*transforms[j][0] + transforms[j][1]; v > feat[j] {
+				feat[j] = v
+			}
+		}
+	}
+	var buf [featuresPerSF * 8]byte
+	for k := range s {
+		for j := range featuresPerSF {
+			binary.LittleEndian.PutUint64(buf[j*8:], feat[k*featuresPerSF+j])
+		}
+		s[k] = mix(buf[:])
+	}
+	return s
+}
+
+// mix hashes a super-feature's features to 64 bits.
+func mix(b []byte) uint64 {
+	h := uint64(0xCBF29CE484222325)
+	for i := 0; i < len(b); i += 8 {
+		h ^= binary.LittleEndian.Uint64(b[i:])
+		hi, lo := bits.Mul64(h, 0x9FB21C651E98DF25)
+		h = hi ^ lo
+	}
+	return h | 1 // 0 means "no feature"
+}
+
+// Shared counts the super-features two sketches have in common.
+func Shared(a, b Sketch) int {
+	n := 0
+	for i := range a {
+		if a[i] != 0 && a[i] == b[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// Pays is the rule for keeping a delta: it must be clearly smaller than the
+// chunk compressed alone (at most 80% of it), since every delta costs a
+// read of its base.
+func Pays(deltaLen, aloneLen int) bool { return deltaLen*5 <= aloneLen*4 }
+
+// Encode codes target against base. It returns the frame and true when the
+// delta pays against aloneLen (the size of target compressed alone), else
+// nil and false.
+func Encode(base, target []byte, aloneLen int, tier codec.Tier) ([]byte, bool) {
+	if len(base)+len(target) > codec.MaxChunk {
+		return nil, false
+	}
+	fr := codec.EncodeDelta(nil, base, target, tier)
+	if !Pays(len(fr), aloneLen) {
+		return nil, false
+	}
+	// The delta coder parses harder than a tier's plain coder may; unless
+	// the base clearly did the work, check against the same coder without
+	// the base, so a delta is only kept for what the base gave.
+	if len(fr)*4 > aloneLen && !Pays(len(fr), len(codec.EncodeDelta(nil, nil, target, tier))) {
+		return nil, false
+	}
+	return fr, true
+}
+
+// Decode decodes a delta frame against its base.
+func Decode(frame, base []byte) ([]byte, error) { return codec.DecodeChunk(frame, base) }

@@ -1,0 +1,82 @@
+package delta
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/glyd/glyd/codec"
+)
+
+func randText(r *rand.Rand, n int) []byte {
+	words := []string{"alpha ", "beta ", "gamma ", "delta ", "func ", "return ", "if ", "err ", "nil ", "\n\t"}
+	var b []byte
+	for len(b) < n {
+		b = append(b, words[r.IntN(len(words))]...)
+		if r.IntN(7) == 0 {
+			b = append(b, byte('a'+r.IntN(26)), byte('0'+r.IntN(10)))
+		}
+	}
+	return b[:n]
+}
+
+func TestSimilarChunksShareSuperFeatures(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	base := randText(r, 64<<10)
+	edited := bytes.Clone(base)
+	copy(edited[30000:], "a small edit")
+	moved := append(bytes.Clone(base[32<<10:]), base[:32<<10]...)
+	other := randText(r, 64<<10)
+	sb := Compute(base)
+	if Shared(sb, Compute(edited)) < 2 {
+		t.Errorf("an edited copy shares %d super-features", Shared(sb, Compute(edited)))
+	}
+	if Shared(sb, Compute(moved)) < 2 {
+		t.Errorf("a rotated copy shares %d super-features", Shared(sb, Compute(moved)))
+	}
+	if Shared(sb, Compute(other)) != 0 {
+		t.Errorf("unrelated data shares %d super-features", Shared(sb, Compute(other)))
+	}
+	if Compute(base[:10]) != (Sketch{}) {
+		t.Error("a tiny chunk should have an empty sketch")
+	}
+}
+
+func TestEncodeDecide(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	base := randText(r, 64<<10)
+	target := bytes.Clone(base)
+	copy(target[100:], "changed")
+	alone := len(codec.EncodeChunk(nil, target, codec.Default))
+	fr, ok := Encode(base, target, alone, codec.Default)
+	if !ok {
+		t.Fatal("a near copy should pay as a delta")
+	}
+	got, err := Decode(fr, base)
+	if err != nil || !bytes.Equal(got, target) {
+		t.Fatal(err)
+	}
+	noise := make([]byte, 64<<10)
+	for i := range noise {
+		noise[i] = byte(r.Uint32())
+	}
+	if _, ok := Encode(noise, target, alone, codec.Default); ok {
+		t.Fatal("an unrelated base should not pay")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	base := []byte("some base text that the delta copies from, some base text")
+	f.Add(codec.EncodeDelta(nil, base, []byte("some base text that changed a little, some base text"), codec.Max))
+	f.Fuzz(func(t *testing.T, fr []byte) {
+		Decode(fr, base)
+	})
+}
+
+func BenchmarkCompute(b *testing.B) {
+	data := randText(rand.New(rand.NewPCG(5, 6)), 64<<10)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		Compute(data)
+	}
+}
