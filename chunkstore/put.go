@@ -1,0 +1,253 @@
+package chunkstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/zeebo/blake3"
+
+	"github.com/glyd/glyd/chunkstore/cdc"
+	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/delta"
+)
+
+// PutStats says what a put stored.
+type PutStats struct {
+	Size      int64 // bytes of the object
+	Chunks    int   // chunks it was cut into
+	New       int   // chunks not stored before
+	Deltas    int   // of the new chunks, how many are deltas
+	Stored    int64 // bytes of new chunk frames written
+	Duplicate int64 // bytes found already stored
+}
+
+// pendingChunk moves through the put pipeline: the chunker creates it, a
+// worker codes it, the committer writes it in stream order.
+type pendingChunk struct {
+	data  []byte
+	id    ID
+	dup   bool // already stored, or first seen earlier in this put
+	frame []byte
+	rec   chunkRecord
+	sk    delta.Sketch
+	err   error
+	done  chan struct{}
+}
+
+// Put stores everything r yields as the object name, replacing an object
+// of that name. Chunking, hashing, similarity search and coding run as a
+// pipeline across Threads workers. When Put returns nil the object is
+// durable: its chunks are synced before the manifest that names them, and
+// the manifest before Put returns (docs/store.md).
+func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
+	var st PutStats
+	if err := validName(name); err != nil {
+		return st, err
+	}
+	if s.opts.ReadOnly {
+		return st, errors.New("store is open read-only")
+	}
+	s.writer.Lock()
+	defer s.writer.Unlock()
+
+	ch, err := cdc.New(r, s.cfg.Chunking)
+	if err != nil {
+		return st, err
+	}
+	queue := make(chan *pendingChunk, 4*s.opts.Threads)
+	sem := make(chan struct{}, s.opts.Threads)
+	stop := make(chan struct{})
+	var readErr error
+	var claimed sync.Map // ids first seen in this put
+	go func() {
+		defer close(queue)
+		for {
+			data, err := ch.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				readErr = err
+				return
+			}
+			p := &pendingChunk{data: append([]byte(nil), data...), done: make(chan struct{})}
+			select {
+			case sem <- struct{}{}:
+			case <-stop:
+				return
+			}
+			go func() {
+				defer func() { <-sem; close(p.done) }()
+				p.err = s.codeChunk(p, &claimed)
+			}()
+			select {
+			case queue <- p:
+			case <-stop:
+				return
+			}
+		}
+	}()
+
+	m := &manifest{modified: time.Now()}
+	fail := func(err error) (PutStats, error) {
+		close(stop)
+		for p := range queue {
+			<-p.done
+		}
+		return st, err
+	}
+	for p := range queue {
+		<-p.done
+		if p.err != nil {
+			return fail(p.err)
+		}
+		if !p.dup {
+			if err := s.writeChunk(p); err != nil {
+				return fail(err)
+			}
+			st.New++
+			st.Stored += int64(len(p.frame))
+			if p.rec.kind == kindDelta {
+				st.Deltas++
+			}
+		} else {
+			st.Duplicate += int64(len(p.data))
+		}
+		m.chunks = append(m.chunks, chunkRef{p.id, len(p.data)})
+		m.size += int64(len(p.data))
+		st.Chunks++
+		p.data, p.frame = nil, nil
+	}
+	if readErr != nil {
+		return st, fmt.Errorf("reading input: %w", readErr)
+	}
+	st.Size = m.size
+	// Chunks first, durable; then the manifest that names them.
+	if err := s.blobs.Sync(); err != nil {
+		return st, err
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(objectKey(name), m.encode()) }); err != nil {
+		return st, err
+	}
+	return st, s.db.Sync()
+}
+
+// codeChunk hashes a chunk and, when it is new, codes it alone and against
+// the most similar stored chunk, keeping the smaller where the delta pays.
+func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
+	p.id = blake3.Sum256(p.data)
+	if _, seen := claimed.LoadOrStore(p.id, true); seen {
+		p.dup = true
+		return nil
+	}
+	if _, err := s.record(p.id); err == nil {
+		p.dup = true
+		return nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	alone := codec.EncodeChunk(nil, p.data, s.tier)
+	p.frame = alone
+	p.rec = chunkRecord{kind: kindFull, rawLen: len(p.data), storedLen: len(alone), aloneLen: len(alone)}
+	p.sk = delta.Compute(p.data)
+	for _, c := range s.candidates(p.sk) {
+		base, err := s.chunkData(c.id)
+		if err != nil {
+			continue // a damaged base is no base; verify reports it
+		}
+		fr, ok := delta.Encode(base, p.data, len(alone), s.tier)
+		if ok && len(fr) < len(p.frame) {
+			p.frame = fr
+			p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(fr), aloneLen: len(alone)}
+		}
+	}
+	return nil
+}
+
+type candidate struct {
+	id     ID
+	shared int
+	depth  int
+}
+
+// candidates returns up to two stored chunks that share super-features with
+// sk and can still take a delta (depth below MaxDepth): the one sharing most
+// with the longest chain (usually the latest version of this content) and
+// the one with the shortest chain, since either may give the smaller delta.
+func (s *Store) candidates(sk delta.Sketch) []candidate {
+	counts := map[ID]int{}
+	_ = s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for _, sf := range sk {
+			if sf == 0 {
+				continue
+			}
+			prefix := featureKey(sf, ID{})[:10]
+			n := 0
+			for it.Seek(prefix); it.ValidForPrefix(prefix) && n < 16; it.Next() {
+				var id ID
+				copy(id[:], it.Item().Key()[10:])
+				counts[id]++
+				n++
+			}
+		}
+		return nil
+	})
+	var cs []candidate
+	for id, n := range counts {
+		r, err := s.record(id)
+		if err != nil || r.depth >= MaxDepth {
+			continue
+		}
+		cs = append(cs, candidate{id, n, r.depth})
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].shared != cs[j].shared {
+			return cs[i].shared > cs[j].shared
+		}
+		if cs[i].depth != cs[j].depth {
+			return cs[i].depth > cs[j].depth
+		}
+		return string(cs[i].id[:]) < string(cs[j].id[:])
+	})
+	out := []candidate{cs[0]}
+	best := cs[0].shared
+	for _, c := range cs[1:] {
+		if c.shared == best && c.depth < out[0].depth && (len(out) == 1 || c.depth < out[1].depth) {
+			out = append(out[:1], c)
+		}
+	}
+	return out
+}
+
+// writeChunk stores a new chunk: frame, record and sketch entries in one
+// transaction, so a record never exists without its frame.
+func (s *Store) writeChunk(p *pendingChunk) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(blobKey(p.id), p.frame); err != nil {
+			return err
+		}
+		if err := txn.Set(chunkKey(p.id), p.rec.encode()); err != nil {
+			return err
+		}
+		for _, sf := range p.sk {
+			if sf != 0 {
+				if err := txn.Set(featureKey(sf, p.id), nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

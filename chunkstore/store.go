@@ -1,0 +1,247 @@
+// Package chunkstore is glyd's content-addressed store: byte streams go in,
+// are cut into content-defined chunks, deduplicated by BLAKE3 id, coded as
+// deltas against similar stored chunks where that pays, and kept as v7 chunk
+// frames; any object, or any range of one, comes back exactly.
+//
+// docs/store.md specifies the on-disk layout and the order of writes that
+// keeps a store consistent through a crash at any instant.
+package chunkstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/glyd/glyd/chunkstore/cdc"
+	"github.com/glyd/glyd/codec"
+)
+
+// FormatVersion is the store layout this package writes and reads.
+const FormatVersion = 1
+
+// MaxDepth bounds delta chains: reading a chunk costs at most MaxDepth+1
+// decodes (itself and its bases).
+const MaxDepth = 4
+
+// Options configure a store when it is created; an existing store keeps
+// what it was created with.
+type Options struct {
+	Tier     codec.Tier
+	Chunking cdc.Params
+	Threads  int   // put pipeline workers; 0 means one per CPU
+	Cache    int64 // bytes of decoded chunks kept for reads; 0 means 64 MiB
+	ReadOnly bool
+}
+
+// config is what the store records about itself (key "meta/config").
+type config struct {
+	Format   int        `json:"format"`
+	Tier     string     `json:"tier"`
+	Chunking cdc.Params `json:"chunking"`
+}
+
+// Store is an open store. Many goroutines may read while one puts.
+type Store struct {
+	dir   string
+	db    *badger.DB
+	blobs Blobs
+	cfg   config
+	tier  codec.Tier
+	opts  Options
+
+	writer sync.Mutex // one put, delete or gc at a time
+	cache  *chunkCache
+}
+
+var keyConfig = []byte("meta/config")
+
+// ErrNotStore is returned when a directory does not hold a store.
+var ErrNotStore = errors.New("not a glyd store")
+
+// Init creates a store in dir, which must not exist or be empty.
+func Init(dir string, opts Options) (*Store, error) {
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
+			return nil, fmt.Errorf("%s: a store already exists here", dir)
+		}
+		return nil, fmt.Errorf("%s: directory is not empty", dir)
+	}
+	if opts.Chunking == (cdc.Params{}) {
+		opts.Chunking = cdc.DefaultParams()
+	}
+	if err := opts.Chunking.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := openDB(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg := config{Format: FormatVersion, Tier: opts.Tier.String(), Chunking: opts.Chunking}
+	b, _ := json.Marshal(cfg)
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(keyConfig, b) }); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := db.Sync(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return newStore(dir, db, cfg, opts)
+}
+
+// Open opens an existing store.
+func Open(dir string, opts Options) (*Store, error) {
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
+		if _, err2 := os.Stat(dir); err2 != nil {
+			return nil, fmt.Errorf("%s: %w (no such directory)", dir, ErrNotStore)
+		}
+		return nil, fmt.Errorf("%s: %w (no database in it)", dir, ErrNotStore)
+	}
+	db, err := openDB(dir, opts.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	var cfg config
+	err = db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(keyConfig)
+		if err != nil {
+			return err
+		}
+		return it.Value(func(v []byte) error { return json.Unmarshal(v, &cfg) })
+	})
+	if err != nil {
+		db.Close()
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, fmt.Errorf("%s: %w (a badger database without a glyd configuration)", dir, ErrNotStore)
+		}
+		return nil, fmt.Errorf("%s: reading the store configuration: %w", dir, err)
+	}
+	if cfg.Format > FormatVersion {
+		db.Close()
+		return nil, fmt.Errorf("%s: store format %d is newer than this glyd reads (%d): upgrade glyd", dir, cfg.Format, FormatVersion)
+	}
+	if cfg.Format < 1 || cfg.Chunking.Validate() != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w (configuration is damaged)", dir, ErrCorrupt)
+	}
+	return newStore(dir, db, cfg, opts)
+}
+
+func newStore(dir string, db *badger.DB, cfg config, opts Options) (*Store, error) {
+	tier, err := codec.ParseTier(cfg.Tier)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if opts.Cache <= 0 {
+		opts.Cache = 64 << 20
+	}
+	if opts.Threads <= 0 {
+		opts.Threads = runtime.GOMAXPROCS(0)
+	}
+	return &Store{dir: dir, db: db, blobs: badgerBlobs{db}, cfg: cfg, tier: tier, opts: opts, cache: newChunkCache(opts.Cache)}, nil
+}
+
+// openDB opens badger tuned for this job: compressed chunk frames go to the
+// value log (ValueThreshold 256 bytes: records and index entries stay in the
+// LSM tree, frames do not), badger's own compression is off (frames are
+// already compressed), and writes are not synced one by one: the store
+// calls Sync at the points docs/store.md names.
+func openDB(dir string, readOnly bool) (*badger.DB, error) {
+	o := badger.DefaultOptions(dir).
+		WithValueThreshold(256).
+		WithCompression(options.None).
+		WithSyncWrites(false).
+		WithNumVersionsToKeep(1).
+		WithReadOnly(readOnly).
+		WithLoggingLevel(badger.WARNING).
+		WithLogger(quietLogger{}).
+		WithMemTableSize(32 << 20).
+		WithBlockCacheSize(32 << 20).
+		WithIndexCacheSize(16 << 20).
+		WithValueLogFileSize(256 << 20)
+	db, err := badger.Open(o)
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "Cannot acquire directory lock") || strings.Contains(msg, "resource temporarily unavailable") {
+			return nil, fmt.Errorf("%s: the store is in use by another process (glydfs or glyd)", dir)
+		}
+		if strings.Contains(msg, "no space left") {
+			return nil, fmt.Errorf("%s: no space left on device", dir)
+		}
+		return nil, fmt.Errorf("%s: opening the store: %w", dir, err)
+	}
+	return db, nil
+}
+
+// quietLogger drops badger's informational chatter; warnings and errors
+// still reach stderr.
+type quietLogger struct{}
+
+func (quietLogger) Errorf(f string, a ...any)   { fmt.Fprintf(os.Stderr, "badger: "+f, a...) }
+func (quietLogger) Warningf(f string, a ...any) { fmt.Fprintf(os.Stderr, "badger: "+f, a...) }
+func (quietLogger) Infof(string, ...any)        {}
+func (quietLogger) Debugf(string, ...any)       {}
+
+// Close flushes and closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Tier is the tier chunks are coded with.
+func (s *Store) Tier() codec.Tier { return s.tier }
+
+// Chunking is the store's chunking parameters.
+func (s *Store) Chunking() cdc.Params { return s.cfg.Chunking }
+
+func chunkKey(id ID) []byte     { return append([]byte("k/"), id[:]...) }
+func objectKey(n string) []byte { return append([]byte("o/"), n...) }
+func featureKey(sf uint64, id ID) []byte {
+	k := make([]byte, 2+8+32)
+	copy(k, "f/")
+	for i := range 8 {
+		k[2+i] = byte(sf >> (56 - 8*i))
+	}
+	copy(k[10:], id[:])
+	return k
+}
+
+// record reads a chunk's metadata.
+func (s *Store) record(id ID) (chunkRecord, error) {
+	var r chunkRecord
+	err := s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(chunkKey(id))
+		if err != nil {
+			return err
+		}
+		return it.Value(func(v []byte) (err error) {
+			r, err = decodeChunkRecord(v)
+			return err
+		})
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return r, fmt.Errorf("chunk %s: %w", id.Short(), ErrNotFound)
+	}
+	return r, err
+}
+
+// validName rejects object names that would not round-trip through the CLI
+// and the filesystem.
+func validName(name string) error {
+	if name == "" || len(name) > 4096 || strings.ContainsRune(name, 0) {
+		return fmt.Errorf("invalid object name %q", name)
+	}
+	return nil
+}
