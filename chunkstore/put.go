@@ -165,6 +165,9 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 			p.frame = fr
 			p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(fr), aloneLen: len(alone)}
 		}
+		if len(p.frame)*10 <= len(alone) {
+			break // good enough: a second candidate would cost a whole encode
+		}
 	}
 	return nil
 }

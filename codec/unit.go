@@ -71,8 +71,9 @@ func encodeDeltaUnit(dst, base, target []byte, tier Tier) []byte {
 	pool := &deltaPools[tier]
 	e := pool.Get().(*lz.Encoder)
 	defer pool.Put(e)
-	buf := make([]byte, 0, len(base)+len(target))
-	buf = append(append(buf, base...), target...)
+	bp := getFrame()
+	buf := append(append(bp, base...), target...)
+	defer putFrame(buf)
 	e.StartUnit(len(buf))
 	e.Prime(buf, len(base))
 	return encodeBlocks(dst, buf, len(base), e)

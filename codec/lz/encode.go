@@ -33,7 +33,8 @@ type Encoder struct {
 
 	head  []int32 // hash -> position+1 (0 = empty)
 	chain []int32 // position -> previous position+1 with the same hash (chain levels)
-	hlog  uint
+	hlog  uint // table size for the largest units
+	ulog  uint // table size for the current unit (StartUnit)
 	depth int
 
 	st [numStreams][]byte
@@ -69,7 +70,10 @@ func (e *Encoder) Layout() Layout { return e.layout }
 
 // StartUnit forgets all history; the next block starts a new unit.
 func (e *Encoder) StartUnit(unitLen int) {
-	clear(e.head)
+	// A small unit (a chunk, a delta) gets a table sized to it: clearing the
+	// whole table per 16 KiB chunk cost more than coding the chunk.
+	e.ulog = max(10, min(e.hlog, uint(bits.Len(uint(unitLen)))+1))
+	clear(e.head[:1<<e.ulog])
 	// The decoder starts every unit with no tables; forget ours.
 	for _, h := range e.huf {
 		h.Reuse = huff0.ReusePolicyNone
@@ -90,7 +94,7 @@ func (e *Encoder) Prime(src []byte, end int) {
 	limit := min(end, len(src)-8)
 	for p := 0; p < limit; p++ {
 		if e.level == Fast {
-			e.head[hash6(load64(src, p), 16)] = int32(p + 1)
+			e.head[hash6(load64(src, p), e.ulog)] = int32(p + 1)
 		} else {
 			e.insert(src, p)
 		}
@@ -192,7 +196,7 @@ func hash6(v uint64, hlog uint) uint32 {
 // parseFast is a greedy parser with one hash probe per position and an
 // accelerating skip through data that does not match (as LZ4's fast mode).
 func (e *Encoder) parseFast(w *seqWriter, src []byte, start, end int) {
-	const hlog = 16
+	hlog := e.ulog
 	head := e.head[:1<<hlog]
 	s, anchor := start, start
 	limit := end - 8 // every probe can load 8 bytes within the block
@@ -237,7 +241,7 @@ func gain(m match, rep int) int {
 }
 
 func (e *Encoder) insert(src []byte, p int) {
-	h := hash4(load32(src, p), e.hlog)
+	h := hash4(load32(src, p), e.ulog)
 	e.chain[p] = e.head[h]
 	e.head[h] = int32(p + 1)
 }
@@ -251,7 +255,7 @@ func (e *Encoder) find(src []byte, p, end, rep int) match {
 		}
 	}
 	cur := load32(src, p)
-	c := int(e.head[hash4(cur, e.hlog)]) - 1
+	c := int(e.head[hash4(cur, e.ulog)]) - 1
 	for d := e.depth; c >= 0 && d > 0; d-- {
 		off := p - c
 		if off > e.window {
