@@ -33,8 +33,8 @@ type Encoder struct {
 
 	head  []int32 // hash -> position+1 (0 = empty)
 	chain []int32 // position -> previous position+1 with the same hash (chain levels)
-	hlog  uint // table size for the largest units
-	ulog  uint // table size for the current unit (StartUnit)
+	hlog  uint    // table size for the largest units
+	ulog  uint    // table size for the current unit (StartUnit)
 	depth int
 
 	st [numStreams][]byte
