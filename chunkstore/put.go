@@ -94,11 +94,13 @@ func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
 	}()
 
 	m := &manifest{modified: time.Now()}
+	w := &chunkWriter{db: s.db}
 	fail := func(err error) (PutStats, error) {
 		close(stop)
 		for p := range queue {
 			<-p.done
 		}
+		w.discard()
 		return st, err
 	}
 	for p := range queue {
@@ -107,7 +109,7 @@ func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
 			return fail(p.err)
 		}
 		if !p.dup {
-			if err := s.writeChunk(p); err != nil {
+			if err := w.add(p); err != nil {
 				return fail(err)
 			}
 			st.New++
@@ -124,7 +126,11 @@ func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
 		p.data, p.frame = nil, nil
 	}
 	if readErr != nil {
+		w.discard()
 		return st, fmt.Errorf("reading input: %w", readErr)
+	}
+	if err := w.flush(); err != nil {
+		return st, err
 	}
 	st.Size = m.size
 	// Chunks first, durable; then the manifest that names them.
@@ -234,23 +240,73 @@ func (s *Store) candidates(sk delta.Sketch) []candidate {
 	return out
 }
 
-// writeChunk stores a new chunk: frame, record and sketch entries in one
+// chunkWriter stores new chunks, many per badger transaction: one
+// transaction per chunk made puts wait on badger's commit latency, not on
+// the CPU. A chunk's frame, record and index entries always go into the same
 // transaction, so a record never exists without its frame.
-func (s *Store) writeChunk(p *pendingChunk) error {
-	return s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(blobKey(p.id), p.frame); err != nil {
+type chunkWriter struct {
+	db  *badger.DB
+	txn *badger.Txn
+	n   int
+}
+
+// txnChunks is how many chunks share a transaction: far below badger's
+// limits (frames live in the value log and count as pointers).
+const txnChunks = 256
+
+func (w *chunkWriter) add(p *pendingChunk) error {
+	if w.txn == nil {
+		w.txn = w.db.NewTransaction(true)
+	}
+	err := setChunk(w.txn, p)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		// Commit what the transaction holds (a part of p it took is at
+		// worst a frame without a record, which GC removes) and set all
+		// of p again in a fresh one.
+		if err := w.flush(); err != nil {
 			return err
 		}
-		if err := txn.Set(chunkKey(p.id), p.rec.encode()); err != nil {
-			return err
-		}
-		for _, sf := range p.sk {
-			if sf != 0 {
-				if err := txn.Set(featureKey(sf, p.id), nil); err != nil {
-					return err
-				}
+		w.txn = w.db.NewTransaction(true)
+		err = setChunk(w.txn, p)
+	}
+	if err != nil {
+		return err
+	}
+	if w.n++; w.n >= txnChunks {
+		return w.flush()
+	}
+	return nil
+}
+
+func setChunk(txn *badger.Txn, p *pendingChunk) error {
+	if err := txn.Set(blobKey(p.id), p.frame); err != nil {
+		return err
+	}
+	if err := txn.Set(chunkKey(p.id), p.rec.encode()); err != nil {
+		return err
+	}
+	for _, sf := range p.sk {
+		if sf != 0 {
+			if err := txn.Set(featureKey(sf, p.id), nil); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+func (w *chunkWriter) flush() error {
+	if w.txn == nil {
 		return nil
-	})
+	}
+	err := w.txn.Commit()
+	w.txn, w.n = nil, 0
+	return err
+}
+
+func (w *chunkWriter) discard() {
+	if w.txn != nil {
+		w.txn.Discard()
+		w.txn, w.n = nil, 0
+	}
 }
