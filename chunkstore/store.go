@@ -31,16 +31,6 @@ const FormatVersion = 1
 // decodes (itself and its bases).
 const MaxDepth = 4
 
-// DefaultChunking is the chunk size a new store uses: 64 KiB on average
-// (16 KiB to 256 KiB). Smaller chunks find more identical chunks
-// (docs/chunking.md), but the store codes near-identical chunks as deltas
-// anyway, and on the release series each halving of the chunk size cost more
-// in per-chunk overhead (headers, tables, records) than it won: stored bytes
-// of the eight x-tools releases, max tier, were 5.32% of raw at 16 KiB,
-// 4.91% at 32 KiB, 4.72% at 64 KiB, 4.60% at 128 KiB. Past 64 KiB the gain
-// is small and every random read decodes more.
-var DefaultChunking = cdc.Params{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10}
-
 // Options configure a store when it is created; an existing store keeps
 // what it was created with.
 type Options struct {
@@ -85,7 +75,10 @@ func Init(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%s: directory is not empty", dir)
 	}
 	if opts.Chunking == (cdc.Params{}) {
-		opts.Chunking = DefaultChunking
+		// 64 KiB on average: docs/chunking.md has the measurements (with
+		// deltas, larger chunks store less; past 64 KiB the gain is small
+		// and every random read decodes more).
+		opts.Chunking = cdc.DefaultParams()
 	}
 	if err := opts.Chunking.Validate(); err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func EncodeDelta(dst, base, target []byte, tier Tier) []byte {
 	if len(base)+len(target) > MaxChunk {
 		panic("codec: base and target larger than a unit")
 	}
-	return encodeDeltaUnit(dst, base, target, tier)
+	return encodeDeltaUnit(dst, base, target, tier, baseRef{})
 }
 
 // ChunkInfo is what a chunk frame's header says.
@@ -81,7 +81,7 @@ func DecodeChunk(frame, base []byte) ([]byte, error) {
 	}
 	work := make([]byte, len(base)+uh.rawLen)
 	copy(work, base)
-	if err := decodeUnitAt(work, len(base), frame[unitHeaderSize:], uh, 0, 0); err != nil {
+	if err := decodeUnitAt(work, len(base), frame[unitHeaderSize:], uh, 0, 0, baseRef{}); err != nil {
 		return nil, err
 	}
 	return work[len(base):], nil

@@ -24,6 +24,8 @@ type File struct {
 
 	mu    sync.Mutex
 	cache []cachedUnit // most recently used first
+
+	base *baseFile // for streams coded against a base file
 }
 
 type cachedUnit struct {
@@ -150,7 +152,22 @@ func (f *File) decodeUnitInto(dst []byte, i int) error {
 	if uh.rawLen != u.RawLen || uh.compLen != u.CompLen-unitHeaderSize {
 		return formatErr(i, -1, u.CompOffset, "unit header disagrees with the seek index")
 	}
-	return decodeUnit(dst, fr[unitHeaderSize:], uh, i, u.CompOffset)
+	return decodeFrame(dst, fr, uh, i, u.CompOffset, f.base)
+}
+
+// NeedsBase reports whether the stream was coded against a base file
+// (glyd --base), which SetBase must supply before reading.
+func (f *File) NeedsBase() bool { return f.hdr.needsBase }
+
+// SetBase supplies the base file. It is checked against the CRC-32C the
+// stream recorded, so a wrong base is refused rather than decoded.
+func (f *File) SetBase(base io.ReaderAt, size int64) error {
+	b := &baseFile{ra: base, size: size}
+	if err := b.check(f.hdr); err != nil {
+		return err
+	}
+	f.base = b
+	return nil
 }
 
 // unit returns unit i decoded, from the cache when it is there.

@@ -165,12 +165,23 @@ func formatErr(unit, block int, off int64, format string, args ...any) error {
 type header struct {
 	tier     Tier
 	unitLog2 uint8
+	// needsBase marks a stream coded against a base file (glyd --base);
+	// baseTag is the CRC-32C of that base, to refuse a wrong one.
+	needsBase bool
+	baseTag   uint32
 }
+
+const flagNeedsBase = 1
 
 func (h header) append(b []byte) []byte {
 	start := len(b)
 	b = append(b, magic[:]...)
-	b = append(b, Version, byte(h.tier), h.unitLog2, 0, 0, 0, 0, 0)
+	var flags byte
+	if h.needsBase {
+		flags |= flagNeedsBase
+	}
+	b = append(b, Version, byte(h.tier), h.unitLog2, flags)
+	b = binary.LittleEndian.AppendUint32(b, h.baseTag)
 	return binary.LittleEndian.AppendUint32(b, Checksum(b[start:]))
 }
 
@@ -190,7 +201,10 @@ func parseHeader(b []byte) (header, error) {
 	if Checksum(b[:12]) != binary.LittleEndian.Uint32(b[12:16]) {
 		return header{}, formatErr(-1, -1, 12, "header checksum mismatch")
 	}
-	return header{tier: Tier(b[5]), unitLog2: b[6]}, nil
+	if b[7]&^flagNeedsBase != 0 {
+		return header{}, formatErr(-1, -1, 7, "unknown header flags %#x: written by a newer glyd", b[7])
+	}
+	return header{tier: Tier(b[5]), unitLog2: b[6], needsBase: b[7]&flagNeedsBase != 0, baseTag: binary.LittleEndian.Uint32(b[8:])}, nil
 }
 
 // unitHeader starts every unit frame.

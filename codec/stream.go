@@ -41,9 +41,14 @@ func NewWriter(w io.Writer, opts Options) (*Writer, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	return newWriter(w, opts, header{tier: opts.Tier})
+}
+
+func newWriter(w io.Writer, opts Options, h header) (*Writer, error) {
 	t := opts.threads()
 	zw := &Writer{w: w, opts: opts, us: opts.unitSize(), queue: make(chan *pending, 2*t), sem: make(chan struct{}, t)}
-	hdr := header{tier: opts.Tier, unitLog2: uint8(bits.Len(uint(zw.us)) - 1)}.append(nil)
+	h.unitLog2 = uint8(bits.Len(uint(zw.us)) - 1)
+	hdr := h.append(nil)
 	if _, err := w.Write(hdr); err != nil {
 		return nil, err
 	}
@@ -140,11 +145,18 @@ func (z *Writer) ReadFrom(r io.Reader) (int64, error) {
 }
 
 func (z *Writer) submit() {
-	p := &pending{in: z.buf, done: make(chan struct{})}
+	in := z.buf
 	z.buf = nil
+	z.submitUnit(in, func() []byte { return encodeUnit(getFrame(), in, z.opts.Tier) })
+}
+
+// submitUnit queues one unit whose frame encode builds, in parallel with
+// other units; frames are written in submission order.
+func (z *Writer) submitUnit(in []byte, encode func() []byte) {
+	p := &pending{in: in, done: make(chan struct{})}
 	z.sem <- struct{}{}
 	go func() {
-		p.out = encodeUnit(getFrame(), p.in, z.opts.Tier)
+		p.out = encode()
 		close(p.done)
 		<-z.sem
 	}()
@@ -178,6 +190,7 @@ func (z *Writer) Close() error {
 // against the units seen, before Read reports io.EOF.
 type Reader struct {
 	r       io.Reader
+	base    *baseFile
 	threads int
 	queue   chan *pending
 	sem     chan struct{}
@@ -192,8 +205,17 @@ type Reader struct {
 // NewReader returns a Reader decoding with up to threads units at once
 // (<= 0: one per CPU).
 func NewReader(r io.Reader, threads int) *Reader {
+	return NewReaderBase(r, threads, nil, 0)
+}
+
+// NewReaderBase is NewReader for a stream that may have been coded against
+// a base file (glyd --base): base is that file (nil if none).
+func NewReaderBase(r io.Reader, threads int, base io.ReaderAt, baseSize int64) *Reader {
 	t := threadsOr(threads)
 	zr := &Reader{r: r, threads: t, queue: make(chan *pending, 2*t), sem: make(chan struct{}, t), stop: make(chan struct{})}
+	if base != nil {
+		zr.base = &baseFile{ra: base, size: baseSize}
+	}
 	go zr.produce()
 	return zr
 }
@@ -242,7 +264,12 @@ func (z *Reader) produce() {
 		z.sendErr(err)
 		return
 	}
-	if _, err := parseHeader(hb[:]); err != nil {
+	h, err := parseHeader(hb[:])
+	if err != nil {
+		z.sendErr(err)
+		return
+	}
+	if err := z.base.check(h); err != nil {
 		z.sendErr(err)
 		return
 	}
@@ -286,7 +313,7 @@ func (z *Reader) produce() {
 			return
 		}
 		go func() {
-			p.err = decodeUnit(p.out, body, uh, unit, start)
+			p.err = decodeFrame(p.out, append(fh[:], body...), uh, unit, start, z.base)
 			close(p.done)
 			<-z.sem
 		}()

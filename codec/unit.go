@@ -1,6 +1,8 @@
 package codec
 
 import (
+	"encoding/binary"
+	"errors"
 	"sync"
 
 	"github.com/glyd/glyd/codec/lz"
@@ -53,7 +55,7 @@ func encodeUnit(dst, src []byte, tier Tier) []byte {
 	e := encPools[tier].Get().(*lz.Encoder)
 	defer encPools[tier].Put(e)
 	e.StartUnit(len(src))
-	return encodeBlocks(dst, src, 0, e)
+	return encodeBlocks(dst, src, 0, e, baseRef{})
 }
 
 // deltaPools hold the encoders for delta frames, by tier: always the wide
@@ -66,8 +68,14 @@ var deltaPools = [3]sync.Pool{
 	{New: func() any { return lz.NewEncoder(lz.Deep, true) }},
 }
 
-// encodeDeltaUnit appends a unit frame coding target with base as history.
-func encodeDeltaUnit(dst, base, target []byte, tier Tier) []byte {
+// baseRef says where a delta unit's base comes from: a range of the base
+// file for streams written by glyd --base, or {0, 0} for a base the caller
+// supplies (chunk frames in the store).
+type baseRef struct{ off, len int64 }
+
+// encodeDeltaUnit appends a unit frame coding target with base as history;
+// every delta block records ref.
+func encodeDeltaUnit(dst, base, target []byte, tier Tier, ref baseRef) []byte {
 	pool := &deltaPools[tier]
 	e := pool.Get().(*lz.Encoder)
 	defer pool.Put(e)
@@ -76,12 +84,12 @@ func encodeDeltaUnit(dst, base, target []byte, tier Tier) []byte {
 	defer putFrame(buf)
 	e.StartUnit(len(buf))
 	e.Prime(buf, len(base))
-	return encodeBlocks(dst, buf, len(base), e)
+	return encodeBlocks(dst, buf, len(base), e, ref)
 }
 
 // encodeBlocks appends a unit frame coding src[hist:] (src[:hist] is history
 // the decoder is given separately) block by block.
-func encodeBlocks(dst, src []byte, hist int, e *lz.Encoder) []byte {
+func encodeBlocks(dst, src []byte, hist int, e *lz.Encoder, ref baseRef) []byte {
 	n := len(src) - hist
 	nblocks := (n + BlockSize - 1) / BlockSize
 	// Room for the worst case (every block stored raw) up front: growing the
@@ -95,6 +103,10 @@ func encodeBlocks(dst, src []byte, hist int, e *lz.Encoder) []byte {
 		lo, hi := hist+b*BlockSize, min(hist+(b+1)*BlockSize, len(src))
 		hpos := len(dst)
 		dst = append(dst, make([]byte, blockHeaderSize)...)
+		if hist > 0 {
+			dst = binary.AppendUvarint(dst, uint64(ref.off))
+			dst = binary.AppendUvarint(dst, uint64(ref.len))
+		}
 		dst = e.EncodeBlock(dst, src, lo, hi)
 		coding := CodingLZ
 		switch {
@@ -120,12 +132,13 @@ func encodeBlocks(dst, src []byte, hist int, e *lz.Encoder) []byte {
 // header) into dst, whose length is the unit's decoded size. Every block's
 // checksum is verified before the call returns.
 func decodeUnit(dst, frame []byte, uh unitHeader, unit int, frameOff int64) error {
-	return decodeUnitAt(dst, 0, frame, uh, unit, frameOff)
+	return decodeUnitAt(dst, 0, frame, uh, unit, frameOff, baseRef{})
 }
 
 // decodeUnitAt decodes a unit into work[hist:]; work[:hist] is the history
-// delta blocks copy from (their base), and hist is 0 for ordinary units.
-func decodeUnitAt(work []byte, hist int, frame []byte, uh unitHeader, unit int, frameOff int64) error {
+// delta blocks copy from (their base, which must be the one ref names), and
+// hist is 0 for ordinary units.
+func decodeUnitAt(work []byte, hist int, frame []byte, uh unitHeader, unit int, frameOff int64, ref baseRef) error {
 	d := decPool.Get().(*lz.Decoder)
 	defer decPool.Put(d)
 	dst := work
@@ -162,7 +175,11 @@ func decodeUnitAt(work []byte, hist int, frame []byte, uh unitHeader, unit int, 
 			if hist == 0 {
 				return formatErr(unit, b, off, "delta block needs its base, and none was given")
 			}
-			if err := d.DecodeBlock(dst, pos, h.rawLen, payload, lz.Wide); err != nil {
+			got, rest, err := parseBaseRef(payload)
+			if err != nil || got != ref {
+				return formatErr(unit, b, off, "delta block names base range %d+%d, unit was given %d+%d", got.off, got.len, ref.off, ref.len)
+			}
+			if err := d.DecodeBlock(dst, pos, h.rawLen, rest, lz.Wide); err != nil {
 				return formatErr(unit, b, off, "%v", err)
 			}
 		case CodingRecord, CodingTensor:
@@ -181,4 +198,31 @@ func decodeUnitAt(work []byte, hist int, frame []byte, uh unitHeader, unit int, 
 		return formatErr(unit, -1, off, "%d stray bytes after the last block", len(frame))
 	}
 	return nil
+}
+
+// parseBaseRef reads the base range at the start of a delta block payload.
+func parseBaseRef(p []byte) (baseRef, []byte, error) {
+	o, n := binary.Uvarint(p)
+	if n <= 0 || o > 1<<62 {
+		return baseRef{}, nil, errors.New("bad base offset")
+	}
+	l, m := binary.Uvarint(p[n:])
+	if m <= 0 || l > MaxUnitSize {
+		return baseRef{}, nil, errors.New("bad base length")
+	}
+	return baseRef{int64(o), int64(l)}, p[n+m:], nil
+}
+
+// unitBaseRef returns the base range a unit's first block names, and
+// whether the unit is a delta unit at all.
+func unitBaseRef(frame []byte) (baseRef, bool) {
+	if len(frame) < unitHeaderSize+blockHeaderSize {
+		return baseRef{}, false
+	}
+	h := parseBlockHeader(frame[unitHeaderSize:])
+	if h.coding != CodingDelta || h.compLen > len(frame)-unitHeaderSize-blockHeaderSize {
+		return baseRef{}, false
+	}
+	ref, _, err := parseBaseRef(frame[unitHeaderSize+blockHeaderSize : unitHeaderSize+blockHeaderSize+h.compLen])
+	return ref, err == nil
 }

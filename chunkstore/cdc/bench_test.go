@@ -15,7 +15,7 @@ func BenchmarkSplit(b *testing.B) {
 	data := benchData()
 	for _, p := range []Params{
 		{Min: 1 << 10, Avg: 4 << 10, Max: 16 << 10},
-		DefaultParams(),
+		{Min: 4 << 10, Avg: 16 << 10, Max: 64 << 10},
 		{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10},
 	} {
 		b.Run(sizeName(p.Avg), func(b *testing.B) {

@@ -20,7 +20,7 @@ var testParams = []Params{
 	{Min: 64, Avg: 256, Max: 1024},
 	{Min: 1000, Avg: 4096, Max: 10000},
 	{Min: 2 << 10, Avg: 8 << 10, Max: 32 << 10},
-	DefaultParams(),
+	{Min: 4 << 10, Avg: 16 << 10, Max: 64 << 10},
 	{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10},
 }
 

@@ -8,11 +8,21 @@ import (
 )
 
 // fuzzParams maps three fuzzer bytes to parameters small enough that inputs
-// of a few kilobytes hold many chunks; it returns params that may be invalid
-// (the fuzzer then checks that they are rejected everywhere).
+// of a few kilobytes hold many chunks: Avg near a power of two from 128 to
+// 2048 (off by a few bytes, to exercise rounding), Min anywhere in [64, Avg),
+// Max anywhere from just above Avg to Avg+4080. minB 255 with maxB 0 gives
+// Min == Avg, invalid, to check that Split and New reject alike.
 func fuzzParams(minB, avgB, maxB uint8) Params {
-	avg := 128 << (avgB % 5) // 128 .. 2048
-	return Params{Min: 60 + int(minB)*8, Avg: avg + int(avgB>>3) - 16, Max: avg + int(maxB)*16}
+	avg := 128 << (avgB % 5)
+	p := Params{
+		Min: 64 + int(minB)*(avg-64)/256,
+		Avg: avg + int(avgB>>5) - 4,
+		Max: avg + 1 + int(maxB)*16,
+	}
+	if minB == 255 && maxB == 0 {
+		p.Min = avg
+	}
+	return p
 }
 
 // FuzzSplit checks, for arbitrary data and parameters, that Split yields
@@ -28,6 +38,12 @@ func FuzzSplit(f *testing.F) {
 			if _, err2 := New(bytes.NewReader(data), p); err2 == nil {
 				t.Fatalf("%+v: Validate fails (%v) but New accepts", p, err)
 			}
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("%+v: Validate fails (%v) but Split accepts", p, err)
+				}
+			}()
+			Split(data, p)
 			return
 		}
 		cuts := Split(data, p)

@@ -11,21 +11,23 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/delta"
 	"github.com/glyd/glyd/internal/fileio"
 )
 
 const suffix = ".glyd"
 
 type compressCmd struct {
-	Decompress bool `short:"d" help:"Decompress instead of compressing."`
-	Max        bool `xor:"tier" help:"Max tier: better ratio, slower compression, same fast decoding."`
-	Cold       bool `xor:"tier" help:"Cold tier: archive ratio, 8 MiB units, slowest compression."`
-	Keep       bool `short:"k" help:"Keep the input file (by default it is removed once the output is complete)."`
-	Force      bool `short:"f" help:"Overwrite existing output; write compressed data to a terminal."`
-	Stdout     bool `short:"c" help:"Write to standard output; keep the input."`
-	Threads    int  `short:"T" default:"0" placeholder:"N" help:"Threads to use; 0 means one per core."`
-	Quiet      bool `short:"q" help:"No progress line and no summary."`
-	Verbose    bool `short:"v" help:"Print the summary line even when stderr is not a terminal."`
+	Decompress bool   `short:"d" help:"Decompress instead of compressing."`
+	Max        bool   `xor:"tier" help:"Max tier: better ratio, slower compression, same fast decoding."`
+	Cold       bool   `xor:"tier" help:"Cold tier: archive ratio, 8 MiB units, slowest compression."`
+	Keep       bool   `short:"k" help:"Keep the input file (by default it is removed once the output is complete)."`
+	Force      bool   `short:"f" help:"Overwrite existing output; write compressed data to a terminal."`
+	Stdout     bool   `short:"c" help:"Write to standard output; keep the input."`
+	Threads    int    `short:"T" default:"0" placeholder:"N" help:"Threads to use; 0 means one per core."`
+	Quiet      bool   `short:"q" help:"No progress line and no summary."`
+	Verbose    bool   `short:"v" help:"Print the summary line even when stderr is not a terminal."`
+	Base       string `placeholder:"OLD" type:"existingfile" help:"Code against (or, with -d, restore with) an older version OLD of the file: content found anywhere in OLD costs almost nothing."`
 
 	In  string `arg:"" optional:"" default:"-" help:"Input file; '-' (the default) is standard input."`
 	Out string `arg:"" optional:"" help:"Output file; '-' is standard output. Default: IN with .glyd added (or, with -d, removed); standard output when IN is '-'."`
@@ -170,6 +172,13 @@ func (c *compressCmd) options() codec.Options {
 }
 
 func (c *compressCmd) compress(dst io.Writer, src io.Reader) error {
+	if c.Base != "" {
+		old, err := os.ReadFile(c.Base)
+		if err != nil {
+			return err
+		}
+		return delta.EncodeFile(dst, old, src, delta.FileOptions{Tier: c.options().Tier, Threads: c.Threads})
+	}
 	zw, err := codec.NewWriter(dst, c.options())
 	if err != nil {
 		return err
@@ -203,6 +212,9 @@ func (c *compressCmd) decompress(dst io.Writer, in *os.File, src io.Reader, inCo
 		if err == nil && start <= size {
 			ra := countingReaderAt{io.NewSectionReader(in, start, size-start), inCount}
 			f, err := codec.Open(ra, size-start, c.Threads)
+			if err == nil {
+				err = c.setBase(f)
+			}
 			if err != nil {
 				return startProgress(false, "", inCount, inCount, 0), err
 			}
@@ -213,11 +225,48 @@ func (c *compressCmd) decompress(dst io.Writer, in *os.File, src io.Reader, inCo
 		}
 	}
 	prog := startProgress(showProgress, inDisp, outCount, inCount, size)
-	zr := codec.NewReader(src, c.Threads)
+	var zr *codec.Reader
+	if c.Base != "" {
+		bf, err := os.Open(c.Base)
+		if err != nil {
+			return prog, err
+		}
+		defer bf.Close()
+		st, err := bf.Stat()
+		if err != nil {
+			return prog, err
+		}
+		zr = codec.NewReaderBase(src, c.Threads, bf, st.Size())
+	} else {
+		zr = codec.NewReader(src, c.Threads)
+	}
 	defer zr.Close()
 	// The Reader also rejects data after the stream's trailer.
 	_, err := zr.WriteTo(dst)
 	return prog, err
+}
+
+// setBase gives f the --base file when the stream needs one.
+func (c *compressCmd) setBase(f *codec.File) error {
+	if !f.NeedsBase() {
+		return nil
+	}
+	if c.Base == "" {
+		return errors.New("this file was compressed against an older version: give it with --base OLD")
+	}
+	bf, err := os.Open(c.Base)
+	if err != nil {
+		return err
+	}
+	// The base stays open until the process ends: f reads it lazily.
+	st, err := bf.Stat()
+	if err != nil {
+		return err
+	}
+	if err := f.SetBase(bf, st.Size()); err != nil {
+		return fmt.Errorf("--base %s: %s", c.Base, strings.TrimPrefix(err.Error(), "glyd: "))
+	}
+	return nil
 }
 
 type countingReaderAt struct {
@@ -237,16 +286,21 @@ func (r countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // decodeFile writes f's decoded bytes to dst, decoding the next chunk of
 // units in parallel while the previous one is written.
 func decodeFile(dst io.Writer, f *codec.File, threads int) error {
-	size := f.Size()
-	if size == 0 {
-		return nil
-	}
 	if threads <= 0 {
 		threads = defaultThreads()
 	}
 	us := int64(f.UnitSize())
 	chunk := min(max(us*int64(threads), us), 128<<20)
-	chunk = max(min(chunk, size), 1)
+	return copyAt(dst, f, 0, f.Size(), chunk)
+}
+
+// copyAt writes n bytes of ra from off to dst, chunk bytes at a time,
+// reading the next chunk while the previous one is written.
+func copyAt(dst io.Writer, ra io.ReaderAt, off, n, chunk int64) error {
+	if n <= 0 {
+		return nil
+	}
+	chunk = max(min(chunk, n), 1)
 
 	type piece struct {
 		buf []byte
@@ -260,19 +314,21 @@ func decodeFile(dst io.Writer, f *codec.File, threads int) error {
 	free <- make([]byte, chunk)
 	go func() {
 		defer close(full)
-		for off := int64(0); off < size; off += chunk {
+		for done := int64(0); done < n; done += chunk {
 			var buf []byte
 			select {
 			case buf = <-free:
 			case <-stop:
 				return
 			}
-			buf = buf[:min(chunk, size-off)]
-			n, err := f.ReadAt(buf, off)
-			if err == io.EOF && n == len(buf) {
+			buf = buf[:min(chunk, n-done)]
+			k, err := ra.ReadAt(buf, off+done)
+			if err == io.EOF && k == len(buf) {
 				err = nil
+			} else if err == nil && k < len(buf) {
+				err = io.ErrUnexpectedEOF
 			}
-			full <- piece{buf[:n], err}
+			full <- piece{buf[:k], err}
 			if err != nil {
 				return
 			}

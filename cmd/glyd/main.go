@@ -21,6 +21,7 @@ type cli struct {
 	Info     infoCmd     `cmd:"" help:"Describe a .glyd file: tier, units, sizes, ratio, block codings."`
 	Test     testCmd     `cmd:"" help:"Verify every checksum in .glyd files."`
 	Bench    benchCmd    `cmd:"" help:"Measure compression ratio and speed."`
+	Store    storeCmd    `cmd:"" help:"A deduplicating chunk store: init, put, get, ls, rm, stat, gc, verify."`
 
 	Version kong.VersionFlag `short:"V" help:"Print the version and exit."`
 }
@@ -32,8 +33,9 @@ const description = `A fast compressor for data written once and read many times
   glyd -k --max FILE        compress harder, keep FILE
   tar c dir | glyd - - > dir.tar.glyd
   glyd -dc dir.tar.glyd | tar x
+  glyd store put DIR NAME FILE    keep FILE in a deduplicating store
 
-A file named like a command (info, test, bench, compress) needs a path
+A file named like a command (info, test, bench, store, compress) needs a path
 ('./info') or the explicit command ('glyd compress info').
 Run 'glyd compress --help' for the compression and decompression flags.`
 
