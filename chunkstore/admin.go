@@ -79,31 +79,9 @@ func (s *Store) GC() (GCStats, error) {
 	}
 	s.writer.Lock()
 	defer s.writer.Unlock()
-	live := map[ID]bool{}
-	var stack []ID
-	err := s.eachManifest(func(name string, m *manifest) error {
-		for _, c := range m.chunks {
-			if !live[c.id] {
-				live[c.id] = true
-				stack = append(stack, c.id)
-			}
-		}
-		return nil
-	})
+	live, err := s.mark()
 	if err != nil {
 		return st, fmt.Errorf("gc: %w (nothing was deleted)", err)
-	}
-	for len(stack) > 0 {
-		id := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		r, err := s.record(id)
-		if err != nil {
-			continue // verify reports missing chunks; gc only frees
-		}
-		if r.kind == kindDelta && !live[r.base] {
-			live[r.base] = true
-			stack = append(stack, r.base)
-		}
 	}
 	type dead struct {
 		id  ID
@@ -152,6 +130,38 @@ func (s *Store) GC() (GCStats, error) {
 	for s.db.RunValueLogGC(0.5) == nil {
 	}
 	return st, nil
+}
+
+// mark returns every chunk a manifest names and, transitively, every base
+// a marked delta needs.
+func (s *Store) mark() (map[ID]bool, error) {
+	live := map[ID]bool{}
+	var stack []ID
+	err := s.eachManifest(func(name string, m *manifest) error {
+		for _, c := range m.chunks {
+			if !live[c.id] {
+				live[c.id] = true
+				stack = append(stack, c.id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		r, err := s.record(id)
+		if err != nil {
+			continue // verify reports missing chunks; gc only frees
+		}
+		if r.kind == kindDelta && !live[r.base] {
+			live[r.base] = true
+			stack = append(stack, r.base)
+		}
+	}
+	return live, nil
 }
 
 // sketchOf finds the index entries of a chunk by scanning for its id: the
@@ -331,14 +341,17 @@ func dedupe(s []string) []string {
 	return out
 }
 
-// Usage is what a store holds and what it saves.
+// Usage is what a store holds and what it saves. Chunks that no object
+// needs any more (after a delete or a replacing put, until the next GC) are
+// counted apart, as Garbage, and left out of the rest.
 type Usage struct {
 	Objects       int
 	Logical       int64 // bytes of all objects
-	Unique        int64 // bytes of distinct chunks
-	Stored        int64 // bytes of chunk frames
+	Unique        int64 // bytes of distinct live chunks
+	Stored        int64 // bytes of live chunk frames
 	Chunks        int
 	DeltaChunks   int
+	Garbage       int64 // bytes of frames the next GC frees
 	DedupSaved    int64 // Logical - Unique
 	CompressSaved int64 // Unique - what distinct chunks take coded alone
 	DeltaSaved    int64 // what deltas save over coding those chunks alone
@@ -348,8 +361,16 @@ type Usage struct {
 func (s *Store) Usage() (Usage, error) {
 	var u Usage
 	var alone int64
-	err := s.eachRecord(func(id ID, r chunkRecord, err error) error {
+	live, err := s.mark()
+	if err != nil {
+		return u, err
+	}
+	err = s.eachRecord(func(id ID, r chunkRecord, err error) error {
 		if err != nil {
+			return nil
+		}
+		if !live[id] {
+			u.Garbage += int64(r.storedLen)
 			return nil
 		}
 		u.Chunks++

@@ -66,6 +66,9 @@ var keyConfig = []byte("meta/config")
 // ErrNotStore is returned when a directory does not hold a store.
 var ErrNotStore = errors.New("not a glyd store")
 
+// ErrInUse is returned when another process has the store open.
+var ErrInUse = errors.New("the store is in use by another process (glydfs or glyd)")
+
 // Init creates a store in dir, which must not exist or be empty.
 func Init(dir string, opts Options) (*Store, error) {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
@@ -178,7 +181,7 @@ func openDB(dir string, readOnly bool) (*badger.DB, error) {
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "Cannot acquire directory lock") || strings.Contains(msg, "resource temporarily unavailable") {
-			return nil, fmt.Errorf("%s: the store is in use by another process (glydfs or glyd)", dir)
+			return nil, fmt.Errorf("%s: %w", dir, ErrInUse)
 		}
 		if strings.Contains(msg, "no space left") {
 			return nil, fmt.Errorf("%s: no space left on device", dir)

@@ -158,8 +158,8 @@ func TestDeleteGCKeepsBases(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, _ := s.Usage()
-	if gs.Freed == 0 || after.Stored >= before.Stored {
-		t.Fatalf("gc freed %d chunks; stored %d -> %d", gs.Freed, before.Stored, after.Stored)
+	if gs.Freed == 0 || before.Garbage == 0 || after.Garbage != 0 || gs.FreedBytes != before.Garbage {
+		t.Fatalf("gc freed %d chunks (%d bytes); garbage %d -> %d", gs.Freed, gs.FreedBytes, before.Garbage, after.Garbage)
 	}
 	s.cache = newChunkCache(1 << 20)
 	for i := 4; i < len(versions); i++ {
@@ -309,4 +309,20 @@ func FuzzDecodeChunkRecord(f *testing.F) {
 			t.Fatal("record does not round-trip")
 		}
 	})
+}
+
+func TestUsageSeparatesGarbage(t *testing.T) {
+	s := tempStore(t, Options{})
+	a := version(1<<20, 1)
+	s.Put("a", bytes.NewReader(a))
+	s.Put("b", bytes.NewReader(version(1<<20, 3)))
+	s.Delete("b")
+	u, err := s.Usage()
+	if err != nil || u.Objects != 1 || u.Logical != int64(len(a)) || u.Garbage == 0 || u.DedupSaved < 0 || u.Unique != int64(len(a)) {
+		t.Fatalf("usage after delete: %+v %v", u, err)
+	}
+	s.GC()
+	if u2, _ := s.Usage(); u2.Garbage != 0 || u2.Stored != u.Stored {
+		t.Fatalf("usage after gc: %+v (before %+v)", u2, u)
+	}
 }

@@ -422,6 +422,7 @@ type statJSON struct {
 	DedupSaved       int64   `json:"dedup_saved_bytes"`
 	CompressionSaved int64   `json:"compression_saved_bytes"`
 	DeltaSaved       int64   `json:"delta_saved_bytes"`
+	GarbageBytes     int64   `json:"garbage_bytes"` // frames the next gc frees
 }
 
 func (c *storeStatCmd) Run() error {
@@ -441,6 +442,7 @@ func (c *storeStatCmd) Run() error {
 		Objects: u.Objects, Chunks: u.Chunks, DeltaChunks: u.DeltaChunks,
 		LogicalBytes: u.Logical, UniqueBytes: u.Unique, StoredBytes: u.Stored, DiskBytes: disk,
 		DedupSaved: u.DedupSaved, CompressionSaved: u.CompressSaved, DeltaSaved: u.DeltaSaved,
+		GarbageBytes: u.Garbage,
 	}
 	if r.StoredBytes > 0 {
 		r.Ratio = float64(r.LogicalBytes) / float64(r.StoredBytes)
@@ -464,6 +466,9 @@ func (c *storeStatCmd) Run() error {
 	fmt.Fprintf(w, "  stored      %s\n", humanize.Bytes(uint64(r.StoredBytes)))
 	fmt.Fprintf(w, "  ratio       %.3f (%.1f%%)\n", r.Ratio, pct)
 	fmt.Fprintf(w, "  saved       %s by dedup, %s by deltas, %s by compression\n", signed(r.DedupSaved), signed(r.DeltaSaved), signed(r.CompressionSaved))
+	if r.GarbageBytes > 0 {
+		fmt.Fprintf(w, "  garbage     %s (freed by glyd store gc)\n", humanize.Bytes(uint64(r.GarbageBytes)))
+	}
 	fmt.Fprintf(w, "  on disk     %s\n", humanize.Bytes(uint64(r.DiskBytes)))
 	return nil
 }
