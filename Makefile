@@ -45,9 +45,12 @@ test-race:
 test-noasm:
 	$(GO) test -count=1 -tags noasm -short -timeout 15m $(PKGS)
 
+FUZZ_TARGETS := codec:FuzzDecode codec:FuzzDecodeChunk codec/lz:FuzzDecodeBlock codec/lz:FuzzRoundTrip \
+	delta:FuzzDecode chunkstore:FuzzDecodeManifest chunkstore:FuzzDecodeChunkRecord chunkstore/cdc:FuzzSplit
+
 # Each fuzz target for FUZZTIME (go test allows one -fuzz target per run).
 fuzz:
-	@set -e; for spec in codec:FuzzDecode codec/lz:FuzzDecodeBlock codec/lz:FuzzRoundTrip; do \
+	@set -e; for spec in $(FUZZ_TARGETS); do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \
 		echo "fuzz $$pkg $$fn"; \
 		$(GO) test -run XXX -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg; \

@@ -99,7 +99,7 @@ func TestCollect(t *testing.T) {
 
 func TestMeasure(t *testing.T) {
 	calls := 0
-	d, err := measure(2*time.Millisecond, 3, func() error {
+	d, err := measure(20*time.Millisecond, 3, func() error {
 		calls++
 		time.Sleep(100 * time.Microsecond)
 		return nil
@@ -108,7 +108,7 @@ func TestMeasure(t *testing.T) {
 		t.Errorf("measure = %v, %v; want about 100µs", d, err)
 	}
 	if calls < 3 {
-		t.Errorf("op called %d times, want at least one per run", calls)
+		t.Errorf("op called %d times, want several", calls)
 	}
 	// An op slower than the whole budget runs once.
 	calls = 0

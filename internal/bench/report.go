@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -47,6 +46,16 @@ type Machine struct {
 	OS         string
 	LoadStart  string // /proc/loadavg's 1, 5 and 15 minute averages when the run began
 	LoadEnd    string // and when it ended
+}
+
+// busy reports whether a 1-minute load average (as loadAvg formats it)
+// shows other work on a good part of the cores.
+func busy(load string, cores int) bool {
+	var l float64
+	if _, err := fmt.Sscan(load, &l); err != nil {
+		return false
+	}
+	return l >= 0.5*float64(cores)
 }
 
 func loadAvg() string {
@@ -208,8 +217,12 @@ func (r *Report) Targets() []Target {
 		default:
 			t.Available = true
 			t.Value = f(g) / f(p)
-			t.Glyd = fmt.Sprintf("%s %s", fmtFloat(f(g)), unit)
-			t.Peer = fmt.Sprintf("%s %s", fmtFloat(f(p)), unit)
+			if unit == "" { // a compression ratio
+				t.Glyd, t.Peer = fmt.Sprintf("%.3f", f(g)), fmt.Sprintf("%.3f", f(p))
+			} else {
+				t.Glyd = fmt.Sprintf("%s %s", fmtFloat(f(g)), unit)
+				t.Peer = fmt.Sprintf("%s %s", fmtFloat(f(p)), unit)
+			}
 		}
 		return t
 	}
@@ -368,7 +381,7 @@ func (r *Report) summaryTable() *table {
 		val := "-"
 		if x.Available {
 			if x.Peer != "" {
-				val = fmt.Sprintf("%.2f", x.Value)
+				val = fmt.Sprintf("%.3f", x.Value)
 			} else {
 				val = fmtFloat(x.Value)
 			}
@@ -492,7 +505,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("Decoders write into one output buffer reused from call to call, as the C tools' benchmarks do (glyd: `File.ReadAt` over the whole output, the same parallel unit loop as `codec.Decode` without the allocation), so page-fault noise of fresh buffers stays out of the figures. ")
 	p("A timing run repeats the operation for at least %v; the best of %d runs counts (one run when a single operation outlasts the whole budget). ", r.Config.MinTime, r.Config.Runs)
 	p("The output buffer starts as the complement of the original and is compared byte for byte with it after every timing loop; glyd's output of `codec.Decode` is checked too. Any difference stops the run.\n")
-	p("- \"1T\" is one thread (glyd `Threads: 1`, `Decode(…, 1)`); \"all\" is %d threads for glyd. ", r.Config.Threads)
+	p("- \"1T\" is one thread (glyd: `Options.Threads` 1 to encode, 1 decoding thread); \"all\" is %d threads for glyd. ", r.Config.Threads)
 	p("The Go peers are timed through their one-shot single-thread APIs (zstd `EncodeAll`/`DecodeAll` with concurrency 1, s2 and lz4 block APIs), which have no multi-thread mode, so their \"all\" columns are \"-\"; the C tools are pinned to one thread (`zstd -T1`, `xz -T1`).\n")
 	p("- C tools: the size is that of the file the CLI writes, and every file is decompressed by the CLI and compared with the original. ")
 	p("The 1T speeds of `lz4` and `zstd` are what their built-in benchmark prints (`lz4 -b1 -e1 -iN`, `zstd -bL -eL -T1 -iN`, N = %d s): in memory, no process start or file I/O, like the Go numbers. ", max(1, int(ceilSeconds(r.Config.MinTime))))
@@ -500,7 +513,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("`xz` has no such mode: its speeds are subprocess wall times.\n")
 	p("- \"dec MB/s proc\" is the best wall time of `TOOL -d -c FILE > /dev/null` as a subprocess (file in the page cache): it includes process start and file I/O, which dominate on small files. ")
 	if len(r.Config.GlydProc) > 0 {
-		p("The glyd figure in that column goes through the same path: `%s %s FILE.glyd > /dev/null`.\n", filepath.Base(r.Config.GlydProc[0]), strings.Join(r.Config.GlydProc[1:], " "))
+		p("The glyd figure in that column goes through the same path, glyd's own command line: `glyd %s FILE.glyd > /dev/null`.\n", strings.Join(r.Config.GlydProc[1:], " "))
 	} else {
 		p("glyd has no figure in that column in this run.\n")
 	}
