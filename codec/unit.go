@@ -118,7 +118,7 @@ func encodeBlocks(dst, src []byte, hist int, e *lz.Encoder, ref baseRef) []byte 
 		h := blockHeader{coding: coding, rawLen: hi - lo, compLen: len(dst) - hpos - blockHeaderSize, crc: Checksum(src[lo:hi])}
 		// Incompressible data is stored as it is: a raw block decodes at
 		// memcpy speed and costs nothing but its header.
-		if h.compLen >= h.rawLen {
+		if e.GaveUp() || h.compLen >= h.rawLen {
 			dst = append(dst[:hpos+blockHeaderSize], src[lo:hi]...)
 			h.coding, h.compLen = CodingRaw, h.rawLen
 		}

@@ -39,6 +39,8 @@ type Encoder struct {
 
 	st [numStreams][]byte
 
+	gaveUp bool // the last block looked incompressible: store it raw
+
 	// One Huffman scratch per stream, so a block can reuse the table the
 	// same stream carried in an earlier block of the unit.
 	huf [numStreams]*huff0.Scratch
@@ -56,7 +58,7 @@ func NewEncoder(level Level, entropy bool) *Encoder {
 	case Lazy:
 		e.hlog, e.depth = 17, 24
 	default:
-		e.hlog, e.depth = 20, 512
+		e.hlog, e.depth = 20, 128
 	}
 	e.head = make([]int32, 1<<e.hlog)
 	for i := range e.huf {
@@ -116,12 +118,30 @@ func (e *Encoder) EncodeBlock(dst, src []byte, start, end int) []byte {
 	}
 	switch e.level {
 	case Fast:
-		e.parseFast(&w, src, start, end)
+		e.gaveUp = !e.parseFast(&w, src, start, end)
 	default:
-		e.parseLazy(&w, src, start, end)
+		e.gaveUp = !e.parseLazy(&w, src, start, end)
 	}
 	e.st = w.st
+	if e.gaveUp {
+		return dst
+	}
 	return e.serialize(dst)
+}
+
+// GaveUp reports that the last EncodeBlock found the block incompressible
+// early and wrote nothing: the caller stores it raw.
+func (e *Encoder) GaveUp() bool { return e.gaveUp }
+
+// probeLen is where a parser checks whether a block is worth finishing: if
+// by then nearly all of it is literals, the rest is very likely the same
+// (weights, compressed or encrypted data), and parsing it would cost the
+// time of a whole block to save a few bytes.
+const probeLen = 32 << 10
+
+func hopeless(w *seqWriter, start, anchor, s int) bool {
+	lits := len(w.st[sLiterals]) + s - anchor
+	return lits*32 > (s-start)*31
 }
 
 func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i:]) }
@@ -195,14 +215,21 @@ func hash6(v uint64, hlog uint) uint32 {
 
 // parseFast is a greedy parser with one hash probe per position and an
 // accelerating skip through data that does not match (as LZ4's fast mode).
-func (e *Encoder) parseFast(w *seqWriter, src []byte, start, end int) {
+func (e *Encoder) parseFast(w *seqWriter, src []byte, start, end int) bool {
 	hlog := e.ulog
 	head := e.head[:1<<hlog]
 	s, anchor := start, start
 	limit := end - 8 // every probe can load 8 bytes within the block
 	// No repeat-offset probe here: in raw streams a repeat costs the same two
 	// bytes as any near offset, so it would only slow the parse.
+	probe := start + probeLen
 	for s < limit {
+		if s >= probe {
+			if hopeless(w, start, anchor, s) {
+				return false
+			}
+			probe = end
+		}
 		cur := load64(src, s)
 		h := hash6(cur, hlog)
 		cand := int(head[h]) - 1
@@ -224,6 +251,7 @@ func (e *Encoder) parseFast(w *seqWriter, src []byte, start, end int) {
 		}
 	}
 	w.st[sLiterals] = append(w.st[sLiterals], src[anchor:end]...)
+	return true
 }
 
 type match struct{ len, off int }
@@ -282,7 +310,7 @@ func (e *Encoder) find(src []byte, p, end, rep int) match {
 
 // parseLazy is a hash-chain parser with lazy evaluation: before taking a
 // match it looks one (Lazy) or two (Deep) positions ahead for a better one.
-func (e *Encoder) parseLazy(w *seqWriter, src []byte, start, end int) {
+func (e *Encoder) parseLazy(w *seqWriter, src []byte, start, end int) bool {
 	lazySteps := 1
 	if e.level == Deep {
 		lazySteps = 2
@@ -295,7 +323,14 @@ func (e *Encoder) parseLazy(w *seqWriter, src []byte, start, end int) {
 			e.insert(src, next)
 		}
 	}
+	probe := start + probeLen
 	for s < limit {
+		if s >= probe {
+			if hopeless(w, start, anchor, s) {
+				return false
+			}
+			probe = end
+		}
 		ins(s)
 		m := e.find(src, s, end, w.rep)
 		e.insert(src, s)
@@ -327,6 +362,7 @@ func (e *Encoder) parseLazy(w *seqWriter, src []byte, start, end int) {
 		anchor = s
 	}
 	w.st[sLiterals] = append(w.st[sLiterals], src[anchor:end]...)
+	return true
 }
 
 // serialize writes the block header and the streams, Huffman coding each

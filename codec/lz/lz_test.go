@@ -74,14 +74,23 @@ func roundTrip(t testing.TB, e *Encoder, d *Decoder, src []byte) (int, []byte) {
 	var blocks [][]byte
 	for start := 0; start < len(src); start += MaxBlock {
 		end := min(start+MaxBlock, len(src))
-		blocks = append(blocks, e.EncodeBlock(nil, src, start, end))
+		b := e.EncodeBlock(nil, src, start, end)
+		if e.GaveUp() {
+			b = nil // stored raw, as the container does
+		}
+		blocks = append(blocks, b)
 	}
 	dst := make([]byte, len(src))
 	size := 0
 	for i, b := range blocks {
-		size += len(b)
 		start := i * MaxBlock
 		end := min(start+MaxBlock, len(src))
+		if b == nil {
+			size += end - start
+			copy(dst[start:end], src[start:end])
+			continue
+		}
+		size += len(b)
 		if err := d.DecodeBlock(dst, start, end-start, b, e.Layout()); err != nil {
 			t.Fatalf("block %d: %v", i, err)
 		}
@@ -100,6 +109,21 @@ func TestRoundTrip(t *testing.T) {
 				}
 				t.Logf("%-8s level %d entropy %-5v %8d -> %8d", name, lv, ent, len(src), size)
 			}
+		}
+	}
+}
+
+func TestGivesUpOnNoise(t *testing.T) {
+	in := testInputs(t)
+	for _, lv := range []Level{Fast, Lazy, Deep} {
+		e := NewEncoder(lv, true)
+		e.StartUnit(MaxBlock)
+		if b := e.EncodeBlock(nil, in["random"], 0, MaxBlock); !e.GaveUp() || len(b) != 0 {
+			t.Errorf("level %d: random data: gave up %v, %d bytes", lv, e.GaveUp(), len(b))
+		}
+		e.StartUnit(MaxBlock)
+		if e.EncodeBlock(nil, in["text"], 0, MaxBlock); e.GaveUp() {
+			t.Errorf("level %d gave up on text", lv)
 		}
 	}
 }
