@@ -12,24 +12,8 @@ import (
 // List returns every object, sorted by name.
 func (s *Store) List() ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		prefix := []byte("o/")
-		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-			name := string(it.Item().Key()[2:])
-			err := it.Item().Value(func(v []byte) error {
-				m, err := decodeManifest(v)
-				if err != nil {
-					return fmt.Errorf("object %q: %w", name, err)
-				}
-				out = append(out, ObjectInfo{Name: name, Size: m.size, Chunks: len(m.chunks), Modified: m.modified})
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
+	err := s.eachManifest(func(name string, m *manifest) error {
+		out = append(out, ObjectInfo{Name: name, Size: m.size, Chunks: len(m.chunks), Modified: m.modified})
 		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
