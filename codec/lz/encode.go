@@ -136,7 +136,8 @@ func (e *Encoder) GaveUp() bool { return e.gaveUp }
 // probeLen is where a parser checks whether a block is worth finishing: if
 // by then nearly all of it is literals, the rest is very likely the same
 // (weights, compressed or encrypted data), and parsing it would cost the
-// time of a whole block to save a few bytes.
+// time of a whole block to save a few bytes. Without an entropy stage the
+// block is then stored raw; with one, the rest of it becomes literals.
 const probeLen = 32 << 10
 
 func hopeless(w *seqWriter, start, anchor, s int) bool {
@@ -327,7 +328,14 @@ func (e *Encoder) parseLazy(w *seqWriter, src []byte, start, end int) bool {
 	for s < limit {
 		if s >= probe {
 			if hopeless(w, start, anchor, s) {
-				return false
+				if !e.entropy {
+					return false
+				}
+				// Matches are not worth the search, but the literals'
+				// byte distribution may still be (the exponent bytes of
+				// model weights): the rest of the block is literals, for
+				// the Huffman stage.
+				break
 			}
 			probe = end
 		}

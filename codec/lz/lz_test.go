@@ -116,14 +116,22 @@ func TestRoundTrip(t *testing.T) {
 func TestGivesUpOnNoise(t *testing.T) {
 	in := testInputs(t)
 	for _, lv := range []Level{Fast, Lazy, Deep} {
-		e := NewEncoder(lv, true)
-		e.StartUnit(MaxBlock)
-		if b := e.EncodeBlock(nil, in["random"], 0, MaxBlock); !e.GaveUp() || len(b) != 0 {
-			t.Errorf("level %d: random data: gave up %v, %d bytes", lv, e.GaveUp(), len(b))
-		}
-		e.StartUnit(MaxBlock)
-		if e.EncodeBlock(nil, in["text"], 0, MaxBlock); e.GaveUp() {
-			t.Errorf("level %d gave up on text", lv)
+		for _, ent := range []bool{false, true} {
+			e := NewEncoder(lv, ent)
+			e.StartUnit(MaxBlock)
+			b := e.EncodeBlock(nil, in["random"], 0, MaxBlock)
+			switch {
+			case !ent && (!e.GaveUp() || len(b) != 0):
+				t.Errorf("level %d: random data: gave up %v, %d bytes", lv, e.GaveUp(), len(b))
+			case ent && lv != Fast && (e.GaveUp() || len(b) < MaxBlock):
+				// the rest of the block became literals for the Huffman
+				// stage, which found nothing to save either
+				t.Errorf("level %d with entropy: gave up %v, %d bytes", lv, e.GaveUp(), len(b))
+			}
+			e.StartUnit(MaxBlock)
+			if e.EncodeBlock(nil, in["text"], 0, MaxBlock); e.GaveUp() {
+				t.Errorf("level %d gave up on text", lv)
+			}
 		}
 	}
 }
