@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // Options configure an encoder.
@@ -51,15 +49,10 @@ func Encode(src []byte, opts Options) ([]byte, error) {
 	us := opts.unitSize()
 	n := (len(src) + us - 1) / us
 	frames := make([][]byte, n)
-	var g errgroup.Group
-	g.SetLimit(opts.threads())
-	for i := range n {
-		g.Go(func() error {
-			frames[i] = encodeUnit(getFrame(), src[i*us:min(len(src), (i+1)*us)], opts.Tier)
-			return nil
-		})
-	}
-	_ = g.Wait()
+	_ = parallel(n, opts.threads(), func(i int) error {
+		frames[i] = encodeUnit(getFrame(), src[i*us:min(len(src), (i+1)*us)], opts.Tier)
+		return nil
+	})
 	size := headerSize + indexHeadSize + n*indexEntrySize + 4 + trailerSize
 	for _, f := range frames {
 		size += len(f)
@@ -93,12 +86,8 @@ func Decode(src []byte, threads int) ([]byte, error) {
 
 // decodeAll decodes every unit into out (len == Size) in parallel.
 func (f *File) decodeAll(out []byte) error {
-	var g errgroup.Group
-	g.SetLimit(f.threads)
-	for i, u := range f.units {
-		g.Go(func() error {
-			return f.decodeUnitInto(out[u.RawOffset:u.RawOffset+int64(u.RawLen)], i)
-		})
-	}
-	return g.Wait()
+	return parallel(len(f.units), f.threads, func(i int) error {
+		u := f.units[i]
+		return f.decodeUnitInto(out[u.RawOffset:u.RawOffset+int64(u.RawLen)], i)
+	})
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"sort"
 	"sync"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // File gives random access to a glyd stream through its seek index: ReadAt
@@ -221,25 +219,26 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		n = int(f.size - off)
 	}
 	end := off + int64(n)
-	var g errgroup.Group
-	g.SetLimit(f.threads)
-	for i := f.findUnit(off); i < len(f.units) && f.units[i].RawOffset < end; i++ {
+	first := f.findUnit(off)
+	last := first
+	for last < len(f.units) && f.units[last].RawOffset < end {
+		last++
+	}
+	err := parallel(last-first, f.threads, func(k int) error {
+		i := first + k
 		u := f.units[i]
 		lo, hi := max(off, u.RawOffset), min(end, u.RawOffset+int64(u.RawLen))
 		dst := p[lo-off : hi-off]
 		if lo == u.RawOffset && hi == u.RawOffset+int64(u.RawLen) {
-			g.Go(func() error { return f.decodeUnitInto(dst, i) })
-			continue
+			return f.decodeUnitInto(dst, i)
 		}
-		g.Go(func() error {
-			data, err := f.unit(i)
-			if err == nil {
-				copy(dst, data[lo-u.RawOffset:])
-			}
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+		data, err := f.unit(i)
+		if err == nil {
+			copy(dst, data[lo-u.RawOffset:])
+		}
+		return err
+	})
+	if err != nil {
 		return 0, err
 	}
 	if n < len(p) {
@@ -251,14 +250,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // Verify decodes every unit and checks every checksum without keeping the
 // data.
 func (f *File) Verify() error {
-	var g errgroup.Group
-	g.SetLimit(f.threads)
-	for i, u := range f.units {
-		g.Go(func() error {
-			return f.decodeUnitInto(make([]byte, u.RawLen), i)
-		})
-	}
-	return g.Wait()
+	return parallel(len(f.units), f.threads, func(i int) error {
+		return f.decodeUnitInto(make([]byte, f.units[i].RawLen), i)
+	})
 }
 
 // BlockInfo describes one block, for diagnostics.
