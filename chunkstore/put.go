@@ -59,7 +59,10 @@ func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
 	if err != nil {
 		return st, err
 	}
-	queue := make(chan *pendingChunk, 4*s.opts.Threads)
+	// The queue is deep so that one slow chunk (a delta tried against two
+	// bases) holds up only the committer, not the workers: they go on with
+	// the chunks behind it. 64 chunks of up to 256 KiB bound the memory.
+	queue := make(chan *pendingChunk, 64)
 	sem := make(chan struct{}, s.opts.Threads)
 	stop := make(chan struct{})
 	var readErr error
