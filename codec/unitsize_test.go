@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"github.com/glyd/glyd/internal/machine"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -38,7 +39,7 @@ func TestMeasureUnitSizes(t *testing.T) {
 		total += len(f)
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "# Unit size trade-off\n\nMachine: %s, %d cores, %s. Date: %s.\n\n", cpuModel(), runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&sb, "# Unit size trade-off\n\nMachine: %s, %d cores, %s. Date: %s.\n\n", machine.CPU(), runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintf(&sb, "Corpus: %d files, %.1f MB from `%s` (weights excluded: they get their own coding).\n", len(files), float64(total)/1e6, corpus)
 	sb.WriteString("Ratio is original/compressed over all files; decode is one thread, whole files; a random 4 KiB read decodes the one unit holding it (median of 200 reads, one thread, nothing cached).\n\n")
 	sb.WriteString("| unit | default ratio | max ratio | default decode MB/s | max decode MB/s | 4 KiB read, default | 4 KiB read, max |\n|---|---|---|---|---|---|---|\n")
@@ -94,16 +95,4 @@ func median(d []time.Duration) time.Duration {
 		}
 	}
 	return d[len(d)/2]
-}
-
-func cpuModel() string {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			if i := strings.Index(l, ":"); i > 0 {
-				return strings.TrimSpace(l[i+1:])
-			}
-		}
-	}
-	return runtime.GOARCH
 }

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/glyd/glyd/internal/machine"
 	"io"
 	"io/fs"
 	"os"
@@ -266,7 +267,7 @@ func Run(cfg Config, inputs []Input) (*Report, error) {
 		rep.Notes = append(rep.Notes, "Multi-core row skipped: one thread.")
 	}
 	rep.Elapsed = time.Since(rep.Started)
-	rep.Machine.LoadEnd = loadAvg()
+	rep.Machine.LoadEnd = machine.LoadAvg()
 	if busy(rep.Machine.LoadStart, rep.Machine.Cores) || busy(rep.Machine.LoadEnd, rep.Machine.Cores) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("The machine was busy with other work during this run (load average %s at the start, %s at the end, on %d cores): "+
 			"speeds are lower and noisier than on an idle machine, the multi-core row most of all, since a second thread only helps when a core is free.",

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"github.com/glyd/glyd/internal/machine"
 	"io"
 	"os"
 	"runtime"
@@ -58,18 +59,6 @@ func busy(load string, cores int) bool {
 	return l >= 0.5*float64(cores)
 }
 
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 func machineInfo() Machine {
 	m := Machine{
 		CPU:        "unknown",
@@ -78,18 +67,9 @@ func machineInfo() Machine {
 		Kernel:     "unknown",
 		Go:         runtime.Version(),
 		OS:         runtime.GOOS + "/" + runtime.GOARCH,
-		LoadStart:  loadAvg(),
+		LoadStart:  machine.LoadAvg(),
 	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
+	m.CPU = machine.CPU()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}

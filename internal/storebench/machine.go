@@ -1,8 +1,7 @@
 package storebench
 
 import (
-	"bufio"
-	"io"
+	"github.com/glyd/glyd/internal/machine"
 	"os"
 	"os/exec"
 	"runtime"
@@ -28,55 +27,13 @@ func machineInfo() Machine {
 		Kernel:    "unknown",
 		Go:        runtime.Version(),
 		OS:        runtime.GOOS + "/" + runtime.GOARCH,
-		LoadStart: loadAvg(),
+		LoadStart: machine.LoadAvg(),
 	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		m.CPU = cpuModel(f)
-		f.Close()
-	}
+	m.CPU = machine.CPU()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
 	return m
-}
-
-// cpuModel returns the first "model name" of a /proc/cpuinfo, or the first
-// "Hardware"/"Processor"/"cpu model" line that ARM and other kernels print
-// instead, or "unknown".
-func cpuModel(r io.Reader) string {
-	fallback := "unknown"
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if v == "" {
-			continue
-		}
-		switch k {
-		case "model name":
-			return v
-		case "Hardware", "Processor", "cpu model", "uarch":
-			if fallback == "unknown" {
-				fallback = v
-			}
-		}
-	}
-	return fallback
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // toolVersion is the first line a tool prints for its version flag, or ""

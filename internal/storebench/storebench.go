@@ -9,6 +9,7 @@ package storebench
 import (
 	"errors"
 	"fmt"
+	"github.com/glyd/glyd/internal/machine"
 	"io"
 	"os"
 	"path/filepath"
@@ -129,7 +130,7 @@ func Run(cfg Config) (rep *Report, err error) {
 	rep.Random = b.random(contents)
 
 	rep.Elapsed = time.Since(rep.Started)
-	rep.Machine.LoadEnd = loadAvg()
+	rep.Machine.LoadEnd = machine.LoadAvg()
 	return rep, nil
 }
 
