@@ -2,7 +2,6 @@ package codec
 
 import (
 	"fmt"
-	"github.com/glyd/glyd/internal/machine"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/glyd/glyd/internal/machine"
 )
 
 // TestMeasureUnitSizes writes docs/benchmarks/unit-size.md: for each unit

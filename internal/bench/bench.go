@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/glyd/glyd/internal/machine"
 	"io"
 	"io/fs"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/internal/machine"
 )
 
 // Config controls a benchmark run. The zero value of every field means its

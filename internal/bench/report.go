@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"fmt"
-	"github.com/glyd/glyd/internal/machine"
 	"io"
 	"os"
 	"runtime"
@@ -13,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/glyd/glyd/internal/machine"
 )
 
 // Report is the outcome of Run.

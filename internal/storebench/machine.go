@@ -1,12 +1,13 @@
 package storebench
 
 import (
-	"github.com/glyd/glyd/internal/machine"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/glyd/glyd/internal/machine"
 )
 
 // Machine describes where the run happened.

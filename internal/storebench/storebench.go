@@ -9,12 +9,13 @@ package storebench
 import (
 	"errors"
 	"fmt"
-	"github.com/glyd/glyd/internal/machine"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/glyd/glyd/internal/machine"
 )
 
 // Config says what to measure.
