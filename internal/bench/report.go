@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -61,20 +60,15 @@ func busy(load string, cores int) bool {
 }
 
 func machineInfo() Machine {
-	m := Machine{
-		CPU:        "unknown",
+	return Machine{
+		CPU:        machine.CPU(),
 		Cores:      runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		Kernel:     "unknown",
+		Kernel:     machine.Kernel(),
 		Go:         runtime.Version(),
 		OS:         runtime.GOOS + "/" + runtime.GOARCH,
 		LoadStart:  machine.LoadAvg(),
 	}
-	m.CPU = machine.CPU()
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	return m
 }
 
 // Total sums results per codec, in the order of codecs: sizes add up, and

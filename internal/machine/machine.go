@@ -57,3 +57,12 @@ func LoadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// Kernel is the running kernel's release, or "unknown".
+func Kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}

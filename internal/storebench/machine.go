@@ -1,7 +1,6 @@
 package storebench
 
 import (
-	"os"
 	"os/exec"
 	"runtime"
 	"runtime/debug"
@@ -22,19 +21,14 @@ type Machine struct {
 }
 
 func machineInfo() Machine {
-	m := Machine{
-		CPU:       "unknown",
+	return Machine{
+		CPU:       machine.CPU(),
 		Cores:     runtime.NumCPU(),
-		Kernel:    "unknown",
+		Kernel:    machine.Kernel(),
 		Go:        runtime.Version(),
 		OS:        runtime.GOOS + "/" + runtime.GOARCH,
 		LoadStart: machine.LoadAvg(),
 	}
-	m.CPU = machine.CPU()
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	return m
 }
 
 // toolVersion is the first line a tool prints for its version flag, or ""

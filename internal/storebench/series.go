@@ -322,11 +322,16 @@ func (b *bench) zstdPerFile(files []File, name string, level ...string) SeriesCo
 		return col
 	}
 	b.logf("series: %s", name)
+	return zstdEach(col, files, func(int) []string { return append([]string{"-q", "-c", "-T1"}, level...) })
+}
+
+// zstdEach runs zstd with args(i) on each file in order and sums the
+// compressed sizes into col.
+func zstdEach(col SeriesColumn, files []File, args func(i int) []string) SeriesColumn {
 	t0 := time.Now()
 	var sum int64
-	for _, f := range files {
-		args := append([]string{"-q", "-c", "-T1"}, level...)
-		n, err := runTool(nil, nil, "zstd", append(args, f.Path)...)
+	for i, f := range files {
+		n, err := runTool(nil, nil, "zstd", append(args(i), f.Path)...)
 		if err != nil {
 			col.Err = err.Error()
 			return col
@@ -348,24 +353,13 @@ func (b *bench) zstdPatchChain(files []File) SeriesColumn {
 		return col
 	}
 	b.logf("series: %s", colPatch)
-	t0 := time.Now()
-	var sum int64
-	for i, f := range files {
+	return zstdEach(col, files, func(i int) []string {
 		args := []string{"-q", "-c", "-T1", "-19", "--long=27"}
 		if i > 0 {
 			args = append(args, "--patch-from="+files[i-1].Path)
 		}
-		n, err := runTool(nil, nil, "zstd", append(args, f.Path)...)
-		if err != nil {
-			col.Err = err.Error()
-			return col
-		}
-		sum += n
-		col.Cum = append(col.Cum, sum)
-	}
-	col.Time = time.Since(t0)
-	col.Total = sum
-	return col
+		return args
+	})
 }
 
 // zstdSolid compresses all versions as one stream.
