@@ -5,19 +5,39 @@ CORPUS    ?= ../shared/corpus
 FUZZTIME  ?= 20s
 PKGS      := ./...
 
-.PHONY: all build run test test-unit test-race test-noasm lint fuzz clean tools
+.PHONY: all build deps run demo test test-unit test-race test-noasm lint fuzz clean tools
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/glyd ./cmd/glyd
+	$(GO) build -o $(BIN)/glydfs ./cmd/glydfs
 
-# Until the filesystem lands, `make run` demonstrates the CLI on a sample:
-# compress a tarball of this source tree in every tier, show info, verify
-# and decompress it, and compare with the original.
-run: build
+# FUSE: the kernel device is there on Linux; fusermount3 comes with fuse3
+# (needed to unmount as a user, and by go-fuse when it cannot mount
+# directly). Installed from apt when missing.
+deps:
+	@command -v fusermount3 >/dev/null || { \
+		echo "installing fuse3 (apt-get)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q fuse3 >/dev/null || \
+		{ $$SUDO apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q fuse3 >/dev/null; }; }
+
+# The main job: mount a glydfs on an embedded store (./glyd-data, created
+# on first use) at ./mnt, in the foreground. Ctrl-C unmounts.
+STORE ?= glyd-data
+MNT   ?= mnt
+run: deps build
+	@mkdir -p $(MNT)
+	@echo "glydfs: mounting $(STORE) at $(MNT). In another terminal: cp files into $(MNT)/,"
+	@echo "  ls $(MNT)/.glyd/versions/FILE/ (every version), mkdir $(MNT)/.snapshots/NAME (a snapshot),"
+	@echo "  ./$(BIN)/glyd stats $(MNT) (logical vs stored bytes). Unmount: Ctrl-C here, or fusermount3 -u $(MNT)"
+	./$(BIN)/glydfs -f $(STORE) $(MNT)
+
+# A tour of the CLI on a sample: every tier of a tarball of this source.
+demo: build
 	@mkdir -p $(BIN)/demo
-	@tar cf $(BIN)/demo/source.tar --exclude=./bin --exclude=./.git .
+	@tar cf $(BIN)/demo/source.tar --exclude=./bin --exclude=./.git --exclude=./$(STORE) --exclude=./$(MNT) .
 	@for t in "" --max --cold; do \
 		./$(BIN)/glyd $$t -k -f -v $(BIN)/demo/source.tar $(BIN)/demo/source$$t.tar.glyd 2>&1 || exit 1; \
 	done
@@ -28,7 +48,7 @@ run: build
 
 # The test command CI runs: formatting and vet, the unit and end-to-end
 # tests, a -race lane and a pure-Go (noasm) lane.
-test: lint test-unit test-race test-noasm
+test: deps lint test-unit test-race test-noasm
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

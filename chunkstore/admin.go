@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/zeebo/blake3"
@@ -13,6 +14,9 @@ import (
 func (s *Store) List() ([]ObjectInfo, error) {
 	var out []ObjectInfo
 	err := s.eachManifest(func(name string, m *manifest) error {
+		if strings.HasPrefix(name, InternalPrefix) {
+			return nil
+		}
 		out = append(out, ObjectInfo{Name: name, Size: m.size, Chunks: len(m.chunks), Modified: m.modified})
 		return nil
 	})
@@ -123,7 +127,7 @@ func (s *Store) mark() (map[ID]bool, error) {
 	var stack []ID
 	err := s.eachManifest(func(name string, m *manifest) error {
 		for _, c := range m.chunks {
-			if !live[c.id] {
+			if c.id != (ID{}) && !live[c.id] {
 				live[c.id] = true
 				stack = append(stack, c.id)
 			}
@@ -289,6 +293,9 @@ func (s *Store) Verify() (VerifyReport, error) {
 	err = s.eachManifest(func(name string, m *manifest) error {
 		rep.Objects++
 		for _, c := range m.chunks {
+			if c.id == (ID{}) {
+				continue // a hole
+			}
 			r, err := s.record(c.id)
 			switch {
 			case err != nil:

@@ -6,7 +6,6 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/zeebo/blake3"
@@ -45,19 +44,27 @@ type pendingChunk struct {
 // durable: its chunks are synced before the manifest that names them, and
 // the manifest before Put returns (docs/store.md).
 func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
-	var st PutStats
 	if err := validName(name); err != nil {
-		return st, err
+		return PutStats{}, err
 	}
-	if s.opts.ReadOnly {
-		return st, errors.New("store is open read-only")
+	b, err := s.NewBuilder()
+	if err != nil {
+		return PutStats{}, err
 	}
-	s.writer.Lock()
-	defer s.writer.Unlock()
+	if err := b.Write(r); err != nil {
+		b.Abort()
+		return b.st, err
+	}
+	return b.Commit(name, true, nil)
+}
 
+// write cuts r into chunks, codes the new ones across the workers and
+// stores them in stream order, appending their refs to b's manifest.
+func (b *Builder) write(r io.Reader) error {
+	s := b.s
 	ch, err := cdc.New(r, s.cfg.Chunking)
 	if err != nil {
-		return st, err
+		return err
 	}
 	// The queue is deep so that one slow chunk (a delta tried against two
 	// bases) holds up only the committer, not the workers: they go on with
@@ -66,7 +73,6 @@ func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
 	sem := make(chan struct{}, s.opts.Threads)
 	stop := make(chan struct{})
 	var readErr error
-	var claimed sync.Map // ids first seen in this put
 	go func() {
 		defer close(queue)
 		for {
@@ -86,7 +92,7 @@ func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
 			}
 			go func() {
 				defer func() { <-sem; close(p.done) }()
-				p.err = s.codeChunk(p, &claimed)
+				p.err = s.codeChunk(p, &b.claimed)
 			}()
 			select {
 			case queue <- p:
@@ -96,15 +102,12 @@ func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
 		}
 	}()
 
-	m := &manifest{modified: time.Now()}
-	w := &chunkWriter{db: s.db}
-	fail := func(err error) (PutStats, error) {
+	fail := func(err error) error {
 		close(stop)
 		for p := range queue {
 			<-p.done
 		}
-		w.discard()
-		return st, err
+		return err
 	}
 	for p := range queue {
 		<-p.done
@@ -112,38 +115,26 @@ func (s *Store) Put(name string, r io.Reader) (PutStats, error) {
 			return fail(p.err)
 		}
 		if !p.dup {
-			if err := w.add(p); err != nil {
+			if err := b.w.add(p); err != nil {
 				return fail(err)
 			}
-			st.New++
-			st.Stored += int64(len(p.frame))
+			b.st.New++
+			b.st.Stored += int64(len(p.frame))
 			if p.rec.kind == kindDelta {
-				st.Deltas++
+				b.st.Deltas++
 			}
 		} else {
-			st.Duplicate += int64(len(p.data))
+			b.st.Duplicate += int64(len(p.data))
 		}
-		m.chunks = append(m.chunks, chunkRef{p.id, len(p.data)})
-		m.size += int64(len(p.data))
-		st.Chunks++
+		b.m.chunks = append(b.m.chunks, chunkRef{p.id, len(p.data)})
+		b.m.size += int64(len(p.data))
+		b.st.Chunks++
 		p.data, p.frame = nil, nil
 	}
 	if readErr != nil {
-		w.discard()
-		return st, fmt.Errorf("reading input: %w", readErr)
+		return fmt.Errorf("reading input: %w", readErr)
 	}
-	if err := w.flush(); err != nil {
-		return st, err
-	}
-	st.Size = m.size
-	// Chunks first, durable; then the manifest that names them.
-	if err := s.blobs.Sync(); err != nil {
-		return st, err
-	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(objectKey(name), m.encode()) }); err != nil {
-		return st, err
-	}
-	return st, s.db.Sync()
+	return nil
 }
 
 // codeChunk hashes a chunk and, when it is new, codes it alone and against

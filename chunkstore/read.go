@@ -142,6 +142,11 @@ func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 	g.SetLimit(o.s.opts.Threads)
 	for i := first; i < len(o.m.chunks) && o.m.offsets[i] < end; i++ {
 		c, start := o.m.chunks[i], o.m.offsets[i]
+		if c.id == (ID{}) {
+			lo, hi := max(off, start), min(end, start+int64(c.rawLen))
+			clear(p[lo-off : hi-off])
+			continue
+		}
 		g.Go(func() error {
 			data, err := o.s.chunkData(c.id)
 			if err != nil {
@@ -236,3 +241,57 @@ func (c *chunkCache) drop(id ID) {
 		c.size -= int64(len(e.Value.(*cacheEntry).data))
 	}
 }
+
+// Prefetch decodes the chunks covering [off, off+n) into the cache in the
+// background (read-ahead for a sequential reader). It never blocks: chunks
+// are skipped when as many decodes as the store has threads are running.
+func (o *Object) Prefetch(off, n int64) {
+	if off < 0 || off >= o.m.size || n <= 0 {
+		return
+	}
+	end := min(off+n, o.m.size)
+	first := sort.Search(len(o.m.chunks), func(i int) bool {
+		return o.m.offsets[i]+int64(o.m.chunks[i].rawLen) > off
+	})
+	for i := first; i < len(o.m.chunks) && o.m.offsets[i] < end; i++ {
+		id := o.m.chunks[i].id
+		if id == (ID{}) {
+			continue
+		}
+		if _, ok := o.s.cache.get(id); ok {
+			continue
+		}
+		select {
+		case o.s.prefetch <- struct{}{}:
+		default:
+			return
+		}
+		go func() {
+			defer func() { <-o.s.prefetch }()
+			o.s.chunkData(id) // errors surface when the reader gets there
+		}()
+	}
+}
+
+// Stored is what the object's distinct chunks take in the store (each
+// delta counted by its own frame, not its bases'; chunks it shares with
+// other objects counted in full).
+func (o *Object) Stored() (int64, error) {
+	seen := map[ID]bool{}
+	var n int64
+	for _, c := range o.m.chunks {
+		if c.id == (ID{}) || seen[c.id] {
+			continue
+		}
+		seen[c.id] = true
+		r, err := o.s.record(c.id)
+		if err != nil {
+			return 0, err
+		}
+		n += int64(r.storedLen)
+	}
+	return n, nil
+}
+
+// Modified is when the object was written.
+func (o *Object) Modified() time.Time { return o.m.modified }

@@ -104,7 +104,16 @@ type manifest struct {
 }
 
 func (m *manifest) encode() []byte {
-	b := []byte{'G', 'O', 'B', 1}
+	// Version 2 allows holes (zero ids); a manifest without holes stays
+	// version 1, readable by every glyd that reads stores.
+	version := byte(1)
+	for _, c := range m.chunks {
+		if c.id == (ID{}) {
+			version = 2
+			break
+		}
+	}
+	b := []byte{'G', 'O', 'B', version}
 	b = binary.AppendUvarint(b, uint64(m.size))
 	b = binary.AppendVarint(b, m.modified.UnixNano())
 	b = binary.AppendUvarint(b, uint64(len(m.chunks)))
@@ -125,7 +134,8 @@ func decodeManifest(b []byte) (*manifest, error) {
 	if crc32.Checksum(b[:len(b)-4], castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return nil, corrupt("object manifest checksum mismatch")
 	}
-	if b[3] != 1 {
+	version := b[3]
+	if version != 1 && version != 2 {
 		return nil, corrupt("object manifest version %d", b[3])
 	}
 	p := b[4 : len(b)-4]
@@ -152,7 +162,11 @@ func decodeManifest(b []byte) (*manifest, error) {
 		}
 		copy(m.chunks[i].id[:], p)
 		l, n := binary.Uvarint(p[32:])
-		if n <= 0 || l == 0 || l > maxChunkLen {
+		limit := uint64(maxChunkLen)
+		if version >= 2 && m.chunks[i].id == (ID{}) {
+			limit = MaxHole
+		}
+		if n <= 0 || l == 0 || l > limit {
 			return nil, corrupt("object manifest chunk %d length", i)
 		}
 		m.chunks[i].rawLen = int(l)

@@ -57,8 +57,9 @@ type Store struct {
 	tier  codec.Tier
 	opts  Options
 
-	writer sync.Mutex // one put, delete or gc at a time
-	cache  *chunkCache
+	writer   sync.Mutex // one put, delete or gc at a time
+	cache    *chunkCache
+	prefetch chan struct{} // read-ahead decodes in flight
 }
 
 var keyConfig = []byte("meta/config")
@@ -156,7 +157,8 @@ func newStore(dir string, db *badger.DB, cfg config, opts Options) (*Store, erro
 	if opts.Threads <= 0 {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
-	return &Store{dir: dir, db: db, blobs: badgerBlobs{db}, cfg: cfg, tier: tier, opts: opts, cache: newChunkCache(opts.Cache)}, nil
+	return &Store{dir: dir, db: db, blobs: badgerBlobs{db}, cfg: cfg, tier: tier, opts: opts, cache: newChunkCache(opts.Cache),
+		prefetch: make(chan struct{}, opts.Threads)}, nil
 }
 
 // openDB opens badger tuned for this job: compressed chunk frames go to the
@@ -246,7 +248,7 @@ func (s *Store) record(id ID) (chunkRecord, error) {
 // validName rejects object names that would not round-trip through the CLI
 // and the filesystem.
 func validName(name string) error {
-	if name == "" || len(name) > 4096 || strings.ContainsRune(name, 0) {
+	if name == "" || len(name) > 4096 || strings.ContainsRune(name, 0) || strings.HasPrefix(name, InternalPrefix) {
 		return fmt.Errorf("invalid object name %q", name)
 	}
 	return nil

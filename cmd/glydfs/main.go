@@ -1,0 +1,239 @@
+// Command glydfs mounts a glyd store as a read-write POSIX filesystem:
+// files written into it are chunked, deduplicated, delta-compressed and
+// checksummed; every committed version stays readable.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/dustin/go-humanize"
+
+	"github.com/glyd/glyd/chunkstore"
+	"github.com/glyd/glyd/codec"
+	glydfs "github.com/glyd/glyd/fs"
+)
+
+type cli struct {
+	Store      string   `arg:"" help:"Store directory (created when it does not exist or is empty)."`
+	Mountpoint string   `arg:"" help:"Directory to mount on."`
+	Foreground bool     `short:"f" help:"Stay in the foreground (default: detach once the mount is ready)."`
+	Options    []string `short:"o" sep:"," help:"Mount options: ro, allow_other, versions=N, cache=SIZE, staging=SIZE, tier=default|max|cold."`
+	Tier       string   `default:"default" enum:"default,max,cold" help:"Tier new chunks are coded with, for a new store (default, max, cold)."`
+	Cache      string   `default:"256MiB" help:"Memory for decoded chunks (read cache)."`
+	Staging    string   `default:"256MiB" help:"Memory for staged writes before they spill to disk."`
+	Versions   int      `default:"32" help:"Committed versions kept per file (0 keeps all)."`
+	ReadAhead  string   `default:"8MiB" name:"read-ahead" help:"Bytes decoded ahead of a sequential reader."`
+	Debug      bool     `help:"Log every FUSE request."`
+}
+
+// ready is the environment variable through which a detached glydfs
+// reports back to the command that started it.
+const readyEnv = "GLYDFS_READY_FD"
+
+func main() {
+	var c cli
+	kong.Parse(&c,
+		kong.Name("glydfs"),
+		kong.Description("Mount a glyd store: glydfs STORE MOUNTPOINT. Unmount with 'fusermount3 -u MOUNTPOINT' (or umount, or Ctrl-C in the foreground)."),
+		kong.UsageOnError())
+	if err := c.run(); err != nil {
+		fmt.Fprintf(os.Stderr, "glydfs: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func (c *cli) parseOptions() (ro, allowOther bool, tier codec.Tier, cache, staging, ahead int64, err error) {
+	size := func(s string) (int64, error) {
+		n, err := humanize.ParseBytes(s)
+		if err != nil {
+			return 0, fmt.Errorf("bad size %q", s)
+		}
+		return int64(n), nil
+	}
+	if cache, err = size(c.Cache); err != nil {
+		return
+	}
+	if staging, err = size(c.Staging); err != nil {
+		return
+	}
+	if ahead, err = size(c.ReadAhead); err != nil {
+		return
+	}
+	tierName := c.Tier
+	for _, o := range c.Options {
+		k, v, _ := strings.Cut(strings.TrimSpace(o), "=")
+		switch k {
+		case "":
+		case "ro":
+			ro = true
+		case "rw":
+			ro = false
+		case "allow_other":
+			allowOther = true
+		case "versions":
+			if c.Versions, err = strconv.Atoi(v); err != nil || c.Versions < 0 {
+				return ro, allowOther, tier, 0, 0, 0, fmt.Errorf("bad option versions=%q", v)
+			}
+		case "cache":
+			if cache, err = size(v); err != nil {
+				return
+			}
+		case "staging":
+			if staging, err = size(v); err != nil {
+				return
+			}
+		case "tier":
+			tierName = v
+		default:
+			return ro, allowOther, tier, 0, 0, 0, fmt.Errorf("unknown mount option %q", o)
+		}
+	}
+	tier, err = codec.ParseTier(tierName)
+	return
+}
+
+func (c *cli) run() error {
+	ro, allowOther, tier, cache, staging, ahead, err := c.parseOptions()
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(c.Mountpoint); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", c.Mountpoint)
+	}
+	if !c.Foreground && os.Getenv(readyEnv) == "" {
+		return c.detach()
+	}
+	report := func(err error) error {
+		if fd := os.Getenv(readyEnv); fd != "" {
+			if n, e := strconv.Atoi(fd); e == nil {
+				w := os.NewFile(uintptr(n), "ready")
+				if err != nil {
+					fmt.Fprintf(w, "error: %v\n", err)
+				} else {
+					fmt.Fprintln(w, "ok")
+				}
+				w.Close()
+			}
+		}
+		return err
+	}
+
+	opts := chunkstore.Options{Tier: tier, Cache: cache, ReadOnly: ro}
+	var st *chunkstore.Store
+	if _, err := os.Stat(filepath.Join(c.Store, "MANIFEST")); err == nil {
+		st, err = chunkstore.Open(c.Store, opts)
+		if errors.Is(err, chunkstore.ErrInUse) {
+			return report(fmt.Errorf("%s: the store is already open (mounted by another glydfs, or used by glyd)", c.Store))
+		}
+		if err != nil {
+			return report(err)
+		}
+	} else {
+		if ro {
+			return report(fmt.Errorf("%s: no store here to mount read-only", c.Store))
+		}
+		st, err = chunkstore.Init(c.Store, opts)
+		if err != nil {
+			return report(err)
+		}
+		fmt.Fprintf(os.Stderr, "glydfs: created a new store in %s (tier %s)\n", c.Store, tier)
+	}
+	fopts := glydfs.DefaultOptions()
+	fopts.ReadOnly, fopts.Versions, fopts.StagingMemory, fopts.ReadAhead = ro, c.Versions, staging, ahead
+	fopts.Logger = log.New(os.Stderr, "glydfs: ", log.LstdFlags)
+	f, err := glydfs.New(st, fopts)
+	if err != nil {
+		st.Close()
+		return report(err)
+	}
+	srv, err := glydfs.Mount(c.Mountpoint, f, glydfs.MountOptions{AllowOther: allowOther, Debug: c.Debug})
+	if err != nil {
+		st.Close()
+		return report(fmt.Errorf("mounting on %s: %w", c.Mountpoint, err))
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		for sig := range sigs {
+			if err := srv.Unmount(); err != nil {
+				fmt.Fprintf(os.Stderr, "glydfs: %v: cannot unmount %s: %v (close the files open in it, or 'umount -l')\n", sig, c.Mountpoint, err)
+			}
+		}
+	}()
+	if c.Foreground {
+		fmt.Fprintf(os.Stderr, "glydfs: %s mounted on %s; unmount with Ctrl-C or 'fusermount3 -u %s'\n", c.Store, c.Mountpoint, c.Mountpoint)
+	}
+	report(nil)
+	srv.Wait()
+	err = f.SyncAll()
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("closing %s: %w", c.Store, err)
+	}
+	if c.Foreground {
+		fmt.Fprintf(os.Stderr, "glydfs: unmounted %s\n", c.Mountpoint)
+	}
+	return nil
+}
+
+// detach starts glydfs again in the background and waits until its mount
+// is ready (or has failed), so that the mount exists when this returns.
+func (c *cli) detach() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Stat(filepath.Join(c.Store, "MANIFEST"))
+	isNew := statErr != nil
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), readyEnv+"=3")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	logf, err := os.OpenFile(filepath.Join(os.TempDir(), "glydfs.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = logf, logf
+		defer logf.Close()
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	w.Close()
+	done := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		done <- strings.TrimSpace(line)
+	}()
+	select {
+	case line := <-done:
+		if line == "ok" {
+			if isNew {
+				fmt.Fprintf(os.Stderr, "glydfs: created a new store in %s\n", c.Store)
+			}
+			return nil
+		}
+		if msg, ok := strings.CutPrefix(line, "error: "); ok {
+			return errors.New(msg)
+		}
+		return fmt.Errorf("glydfs stopped before mounting (see %s)", filepath.Join(os.TempDir(), "glydfs.log"))
+	case <-time.After(5 * time.Minute):
+		return errors.New("timed out waiting for the mount")
+	}
+}
