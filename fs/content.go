@@ -35,7 +35,8 @@ type content struct {
 	inMem     int64 // bytes of pages held in memory
 	spill     *os.File
 	spillEnd  int64
-	dirty     bool
+	dirty     bool // anything to commit
+	wrote     bool // bytes written or zeroed, not only a size change
 }
 
 func newContent(fsys *FS, base *chunkstore.Object, size int64) *content {
@@ -137,7 +138,7 @@ func (c *content) write(data []byte, off int64) error {
 	if end > c.size {
 		c.size = end
 	}
-	c.dirty = true
+	c.dirty, c.wrote = true, true
 	return c.maybeSpill()
 }
 
@@ -223,7 +224,7 @@ func (c *content) zeroRange(off, n int64) error {
 		}
 		off += l
 	}
-	c.dirty = true
+	c.dirty, c.wrote = true, true
 	return nil
 }
 

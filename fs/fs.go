@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -54,6 +55,25 @@ type FS struct {
 	spillDir  string
 
 	snapMu sync.Mutex // snapshot create/remove
+
+	// dropped counts deletions (files, versions, snapshots) since the
+	// last GC: the background collector runs only when there are some.
+	dropped atomic.Int64
+}
+
+// GC frees the chunks nothing needs any more (after files, versions or
+// snapshots were deleted) when something was deleted since the last run.
+// Commits wait while it runs.
+func (f *FS) GC() (chunkstore.GCStats, error) {
+	if f.opts.ReadOnly || f.dropped.Load() == 0 {
+		return chunkstore.GCStats{}, nil
+	}
+	n := f.dropped.Load()
+	st, err := f.store.GC()
+	if err == nil {
+		f.dropped.Add(-n)
+	}
+	return st, err
 }
 
 // inode is the in-memory state of a live file, directory or link.
@@ -293,6 +313,7 @@ func (f *FS) pruneVersions(txn *badger.Txn, ino, latest uint64) error {
 			if err := chunkstore.DeleteObject(txn, name); err != nil {
 				return err
 			}
+			f.dropped.Add(1)
 		}
 	}
 	return nil
@@ -372,6 +393,7 @@ func (f *FS) freeOrphans() error {
 	if err != nil || len(inos) == 0 {
 		return err
 	}
+	f.dropped.Add(int64(len(inos)))
 	return f.store.Update(func(txn *badger.Txn) error {
 		for _, ino := range inos {
 			if err := deleteInode(txn, ino); err != nil {

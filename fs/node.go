@@ -429,6 +429,8 @@ func (f *FS) dropLink(txn *badger.Txn, in *inode, now int64) error {
 			}
 		} else if err := deleteInode(txn, in.ino); err != nil {
 			return err
+		} else {
+			f.dropped.Add(1)
 		}
 	} else if err := setAttr(txn, in.ino, &a); err != nil {
 		return err
@@ -864,8 +866,26 @@ func (n *node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 	return uint32(len(data)), 0
 }
 
+// Flush (every close of a descriptor) commits what was written. A change
+// of size alone waits for the release or the next flush: a shell's
+// `> file` opens with O_TRUNC and closes a duplicate descriptor before it
+// writes, and committing there would keep an empty version of every file
+// it rewrites.
 func (n *node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
-	return n.sync(false)
+	if n.readOnly() {
+		return 0
+	}
+	f := n.fsys
+	in, err := f.getInode(n.ino)
+	if err != nil {
+		return f.errno(err, n.what())
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.c == nil || !in.c.wrote {
+		return 0
+	}
+	return f.errno(f.commit(in, false), n.what())
 }
 
 func (n *node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
@@ -908,9 +928,16 @@ func (n *node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 		}
 		delete(f.inodes, in.ino)
 		if !f.opts.ReadOnly {
+			f.dropped.Add(1)
 			err := f.store.Update(func(txn *badger.Txn) error { return deleteInode(txn, in.ino) })
 			return f.errno(err, n.what())
 		}
+		return 0
+	}
+	if in.opens > 0 {
+		// Other handles are open: their flush or release commits. (The
+		// kernel sends releases after close returns, so an older handle's
+		// release can arrive after a new open truncated the file.)
 		return 0
 	}
 	return f.errno(f.commit(in, false), n.what())

@@ -447,6 +447,7 @@ func (f *FS) RemoveSnapshot(name string) error {
 	if err := f.store.Update(func(txn *badger.Txn) error { return txn.Delete(snapKey(name)) }); err != nil {
 		return err
 	}
+	f.dropped.Add(1)
 	if err := f.store.Sync(); err != nil {
 		return err
 	}

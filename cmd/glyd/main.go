@@ -22,6 +22,10 @@ type cli struct {
 	Test     testCmd     `cmd:"" help:"Verify every checksum in .glyd files."`
 	Bench    benchCmd    `cmd:"" help:"Measure compression ratio and speed."`
 	Store    storeCmd    `cmd:"" help:"A deduplicating chunk store: init, put, get, ls, rm, stat, gc, verify."`
+	Versions versionsCmd `cmd:"" help:"List the kept versions of a file in a mounted glydfs."`
+	Snapshot snapshotCmd `cmd:"" help:"Whole-tree snapshots of a mounted glydfs: create, ls, rm."`
+	Restore  restoreCmd  `cmd:"" help:"Bring back a file or tree from a snapshot or a version."`
+	Stats    statsCmd    `cmd:"" help:"Logical and stored bytes of a mounted glydfs or of its store."`
 
 	Version kong.VersionFlag `short:"V" help:"Print the version and exit."`
 }
@@ -35,7 +39,8 @@ const description = `A fast compressor for data written once and read many times
   glyd -dc dir.tar.glyd | tar x
   glyd store put DIR NAME FILE    keep FILE in a deduplicating store
 
-A file named like a command (info, test, bench, store, compress) needs a path
+A file named like a command (info, test, bench, store, versions, snapshot,
+restore, stats, compress) needs a path
 ('./info') or the explicit command ('glyd compress info').
 Run 'glyd compress --help' for the compression and decompression flags.`
 

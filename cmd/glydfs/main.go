@@ -26,16 +26,17 @@ import (
 )
 
 type cli struct {
-	Store      string   `arg:"" help:"Store directory (created when it does not exist or is empty)."`
-	Mountpoint string   `arg:"" help:"Directory to mount on."`
-	Foreground bool     `short:"f" help:"Stay in the foreground (default: detach once the mount is ready)."`
-	Options    []string `short:"o" sep:"," help:"Mount options: ro, allow_other, versions=N, cache=SIZE, staging=SIZE, tier=default|max|cold."`
-	Tier       string   `default:"default" enum:"default,max,cold" help:"Tier new chunks are coded with, for a new store (default, max, cold)."`
-	Cache      string   `default:"256MiB" help:"Memory for decoded chunks (read cache)."`
-	Staging    string   `default:"256MiB" help:"Memory for staged writes before they spill to disk."`
-	Versions   int      `default:"32" help:"Committed versions kept per file (0 keeps all)."`
-	ReadAhead  string   `default:"8MiB" name:"read-ahead" help:"Bytes decoded ahead of a sequential reader."`
-	Debug      bool     `help:"Log every FUSE request."`
+	Store      string        `arg:"" help:"Store directory (created when it does not exist or is empty)."`
+	Mountpoint string        `arg:"" help:"Directory to mount on."`
+	Foreground bool          `short:"f" help:"Stay in the foreground (default: detach once the mount is ready)."`
+	Options    []string      `short:"o" sep:"," help:"Mount options: ro, allow_other, versions=N, cache=SIZE, staging=SIZE, tier=default|max|cold."`
+	Tier       string        `default:"default" enum:"default,max,cold" help:"Tier new chunks are coded with, for a new store (default, max, cold)."`
+	Cache      string        `default:"256MiB" help:"Memory for decoded chunks (read cache)."`
+	Staging    string        `default:"256MiB" help:"Memory for staged writes before they spill to disk."`
+	Versions   int           `default:"32" help:"Committed versions kept per file (0 keeps all)."`
+	ReadAhead  string        `default:"8MiB" name:"read-ahead" help:"Bytes decoded ahead of a sequential reader."`
+	GCInterval time.Duration `default:"10m" name:"gc-interval" help:"How often to free the space of deleted files, versions and snapshots (0: only 'glyd store gc' when unmounted)."`
+	Debug      bool          `help:"Log every FUSE request."`
 }
 
 // ready is the environment variable through which a detached glydfs
@@ -172,6 +173,17 @@ func (c *cli) run() error {
 			}
 		}
 	}()
+	if c.GCInterval > 0 && !ro {
+		go func() {
+			for range time.Tick(c.GCInterval) {
+				if st, err := f.GC(); err != nil {
+					fopts.Logger.Printf("gc: %v", err)
+				} else if st.Freed > 0 {
+					fopts.Logger.Printf("gc: freed %d chunks (%s)", st.Freed, humanize.IBytes(uint64(st.FreedBytes)))
+				}
+			}
+		}()
+	}
 	if c.Foreground {
 		fmt.Fprintf(os.Stderr, "glydfs: %s mounted on %s; unmount with Ctrl-C or 'fusermount3 -u %s'\n", c.Store, c.Mountpoint, c.Mountpoint)
 	}
