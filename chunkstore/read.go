@@ -243,8 +243,8 @@ func (c *chunkCache) drop(id ID) {
 }
 
 // Prefetch decodes the chunks covering [off, off+n) into the cache in the
-// background (read-ahead for a sequential reader). It never blocks: chunks
-// are skipped when as many decodes as the store has threads are running.
+// background (read-ahead for a sequential reader), in order, as many at
+// once as the store has threads. It returns at once.
 func (o *Object) Prefetch(off, n int64) {
 	if off < 0 || off >= o.m.size || n <= 0 {
 		return
@@ -253,24 +253,22 @@ func (o *Object) Prefetch(off, n int64) {
 	first := sort.Search(len(o.m.chunks), func(i int) bool {
 		return o.m.offsets[i]+int64(o.m.chunks[i].rawLen) > off
 	})
-	for i := first; i < len(o.m.chunks) && o.m.offsets[i] < end; i++ {
-		id := o.m.chunks[i].id
-		if id == (ID{}) {
-			continue
+	go func() {
+		for i := first; i < len(o.m.chunks) && o.m.offsets[i] < end; i++ {
+			id := o.m.chunks[i].id
+			if id == (ID{}) {
+				continue
+			}
+			if _, ok := o.s.cache.get(id); ok {
+				continue
+			}
+			o.s.prefetch <- struct{}{}
+			go func() {
+				defer func() { <-o.s.prefetch }()
+				o.s.chunkData(id) // errors surface when the reader gets there
+			}()
 		}
-		if _, ok := o.s.cache.get(id); ok {
-			continue
-		}
-		select {
-		case o.s.prefetch <- struct{}{}:
-		default:
-			return
-		}
-		go func() {
-			defer func() { <-o.s.prefetch }()
-			o.s.chunkData(id) // errors surface when the reader gets there
-		}()
-	}
+	}()
 }
 
 // Stored is what the object's distinct chunks take in the store (each

@@ -26,6 +26,7 @@ type cli struct {
 	Snapshot snapshotCmd `cmd:"" help:"Whole-tree snapshots of a mounted glydfs: create, ls, rm."`
 	Restore  restoreCmd  `cmd:"" help:"Bring back a file or tree from a snapshot or a version."`
 	Stats    statsCmd    `cmd:"" help:"Logical and stored bytes of a mounted glydfs or of its store."`
+	Doctor   doctorCmd   `cmd:"" help:"Say whether a GPU is usable for loading packed tensors, and why not."`
 
 	Version kong.VersionFlag `short:"V" help:"Print the version and exit."`
 }
