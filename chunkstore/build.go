@@ -106,6 +106,32 @@ func (b *Builder) Commit(name string, durable bool, extra func(txn *badger.Txn) 
 	}
 	defer b.finish()
 	s := b.s
+	b.m.modified = time.Now()
+	b.st.Size = b.m.size
+	setManifest := func(txn *badger.Txn) error {
+		if err := txn.Set(objectKey(name), b.m.encode()); err != nil {
+			return err
+		}
+		if extra != nil {
+			return extra(txn)
+		}
+		return nil
+	}
+	if !durable && b.w.txn != nil {
+		// One transaction for the last chunks and the manifest: atomic, so
+		// the order inside it does not matter, and one commit instead of
+		// two (small files are committed by the thousand).
+		err := setManifest(b.w.txn)
+		if err == nil {
+			return b.st, b.w.flush()
+		}
+		if !errors.Is(err, badger.ErrTxnTooBig) {
+			b.w.discard()
+			return b.st, err
+		}
+		// Too big for one: the chunks (and what fitted) first, then the
+		// manifest again in its own transaction.
+	}
 	if err := b.w.flush(); err != nil {
 		return b.st, err
 	}
@@ -114,18 +140,7 @@ func (b *Builder) Commit(name string, durable bool, extra func(txn *badger.Txn) 
 			return b.st, err
 		}
 	}
-	b.m.modified = time.Now()
-	b.st.Size = b.m.size
-	err := s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(objectKey(name), b.m.encode()); err != nil {
-			return err
-		}
-		if extra != nil {
-			return extra(txn)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.db.Update(setManifest); err != nil {
 		return b.st, err
 	}
 	if durable {

@@ -109,6 +109,9 @@ func (b *Builder) write(r io.Reader) error {
 		}
 		return err
 	}
+	// The reading goroutine has finished with the chunker once the queue
+	// is closed: every return below comes after the queue is drained.
+	defer ch.Close()
 	for p := range queue {
 		<-p.done
 		if p.err != nil {

@@ -3,6 +3,7 @@ package cdc
 import (
 	"errors"
 	"io"
+	"sync"
 )
 
 // Chunker cuts a stream into the same chunks Split would cut the whole
@@ -30,7 +31,29 @@ func New(r io.Reader, p Params) (*Chunker, error) {
 	// 2*Max rather than Max: the unreturned tail (< Max) is moved to the
 	// front only when less than Max remains, so each move is followed by at
 	// least Max bytes of reading, and copying costs less than a byte per byte.
-	return &Chunker{r: r, c: c, buf: make([]byte, 2*p.Max)}, nil
+	var buf []byte
+	if b, ok := bufPool.Get().(*[]byte); ok && len(*b) == 2*p.Max {
+		buf = *b
+	} else {
+		buf = make([]byte, 2*p.Max)
+	}
+	return &Chunker{r: r, c: c, buf: buf}, nil
+}
+
+// bufPool keeps chunker buffers: the filesystem starts a chunker for every
+// small file it commits, and a fresh zeroed 512 KiB buffer each time cost
+// more than chunking the file.
+var bufPool sync.Pool
+
+// Close returns the chunker's buffer for reuse; chunks returned by Next
+// are invalid after it.
+func (k *Chunker) Close() {
+	if k.buf != nil {
+		b := k.buf
+		k.buf = nil
+		k.err = errors.New("cdc: chunker closed")
+		bufPool.Put(&b)
+	}
 }
 
 // Next returns the next chunk. The slice aliases the Chunker's buffer and is
