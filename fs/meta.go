@@ -22,6 +22,8 @@ import (
 //	fs/s/<name>                  snapshot record
 //	fs/S/<snap id>/...           a snapshot's copy of i/, d/ and x/
 //
+// (Inode record times are varint seconds and uvarint nanoseconds.)
+//
 // File contents are chunk store objects named "\x01f/<ino>/<version>";
 // a snapshot's are "\x01s/<snap id>/<ino>".
 
@@ -77,7 +79,7 @@ type attr struct {
 	Nlink               uint32
 	Rdev                uint32
 	Size                int64
-	Atime, Mtime, Ctime int64  // ns since the epoch
+	Atime, Mtime, Ctime stamp
 	Ver                 uint64 // committed content version; 0: none (empty)
 	Alloc               int64  // bytes of the committed content that are not holes
 	Target              string // symlink target
@@ -88,8 +90,9 @@ func (a *attr) encode() []byte {
 	for _, v := range []uint64{uint64(a.Mode), uint64(a.Uid), uint64(a.Gid), uint64(a.Nlink), uint64(a.Rdev), uint64(a.Size)} {
 		b = binary.AppendUvarint(b, v)
 	}
-	for _, v := range []int64{a.Atime, a.Mtime, a.Ctime} {
-		b = binary.AppendVarint(b, v)
+	for _, v := range []stamp{a.Atime, a.Mtime, a.Ctime} {
+		b = binary.AppendVarint(b, v.Sec)
+		b = binary.AppendUvarint(b, uint64(v.Nsec))
 	}
 	b = binary.AppendUvarint(b, a.Ver)
 	b = binary.AppendUvarint(b, uint64(a.Alloc))
@@ -117,13 +120,17 @@ func decodeAttr(b []byte) (attr, error) {
 		}
 		u[i], p = v, p[n:]
 	}
-	var t [3]int64
+	var t [3]stamp
 	for i := range t {
 		v, n := binary.Varint(p)
 		if n <= 0 {
 			return a, fmt.Errorf("%w: inode record time %d", errDamaged, i)
 		}
-		t[i], p = v, p[n:]
+		ns, m := binary.Uvarint(p[n:])
+		if m <= 0 || ns >= 1e9 {
+			return a, fmt.Errorf("%w: inode record time %d", errDamaged, i)
+		}
+		t[i], p = stamp{v, uint32(ns)}, p[n+m:]
 	}
 	var w [3]uint64
 	for i := range w {
@@ -156,11 +163,18 @@ func decodeDent(b []byte) (uint64, uint32, error) {
 func isDir(mode uint32) bool { return mode&syscall.S_IFMT == syscall.S_IFDIR }
 func isReg(mode uint32) bool { return mode&syscall.S_IFMT == syscall.S_IFREG }
 
-func nowNs() int64 { return time.Now().UnixNano() }
-
-func tsOf(ns int64) (uint64, uint32) {
-	if ns < 0 {
-		return 0, 0
-	}
-	return uint64(ns / 1e9), uint32(ns % 1e9)
+// stamp is a file time: seconds (signed, so before 1970 too) and
+// nanoseconds. (An int64 of nanoseconds would end in 2262; ext4 goes to
+// 2446.)
+type stamp struct {
+	Sec  int64
+	Nsec uint32
 }
+
+func nowNs() stamp { return stampOf(time.Now()) }
+
+func stampOf(t time.Time) stamp { return stamp{t.Unix(), uint32(t.Nanosecond())} }
+
+// tsOf is a stamp as FUSE carries it: the kernel reads the seconds as
+// signed.
+func tsOf(s stamp) (uint64, uint32) { return uint64(s.Sec), s.Nsec }

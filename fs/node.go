@@ -170,8 +170,18 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	return n.newChild(ctx, ino, &a, out), 0
 }
 
+// dots are the "." and ".." entries readdir starts with, as on ext4.
+func dots(in *gofs.Inode) []fuse.DirEntry {
+	self := in.StableAttr().Ino
+	parent := self
+	if _, p := in.Parent(); p != nil {
+		parent = p.StableAttr().Ino
+	}
+	return []fuse.DirEntry{{Name: ".", Mode: syscall.S_IFDIR, Ino: self}, {Name: "..", Mode: syscall.S_IFDIR, Ino: parent}}
+}
+
 func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	var ents []fuse.DirEntry
+	ents := dots(n.EmbeddedInode())
 	err := n.fsys.store.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
@@ -241,7 +251,7 @@ func caller(ctx context.Context) (uint32, uint32) {
 }
 
 // touchDir updates a directory's mtime and ctime (and nlink by d) in txn.
-func (f *FS) touchDir(txn *badger.Txn, dir *inode, now int64, d int) error {
+func (f *FS) touchDir(txn *badger.Txn, dir *inode, now stamp, d int) error {
 	dir.mu.Lock()
 	defer dir.mu.Unlock()
 	a := dir.attr
@@ -409,7 +419,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 // dropLink removes one link of in inside txn: the inode goes when its last
 // link does, unless it is open (then at its last release, or at the next
 // mount after a crash).
-func (f *FS) dropLink(txn *badger.Txn, in *inode, now int64) error {
+func (f *FS) dropLink(txn *badger.Txn, in *inode, now stamp) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	a := in.attr
@@ -636,7 +646,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	return 0
 }
 
-func touchCtime(txn *badger.Txn, in *inode, now int64) error {
+func touchCtime(txn *badger.Txn, in *inode, now stamp) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	a := in.attr
@@ -675,10 +685,10 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, sa *fuse.SetAttr
 		a.Gid, changed = gid, true
 	}
 	if t, ok := sa.GetATime(); ok {
-		a.Atime, changed = t.UnixNano(), true
+		a.Atime, changed = stampOf(t), true
 	}
 	if t, ok := sa.GetMTime(); ok {
-		a.Mtime, changed = t.UnixNano(), true
+		a.Mtime, changed = stampOf(t), true
 	}
 	if sz, ok := sa.GetSize(); ok {
 		if isDir(a.Mode) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -46,7 +47,7 @@ func (d *metaDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 }
 
 func (d *metaDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	return gofs.NewListDirStream([]fuse.DirEntry{{Name: "versions", Mode: syscall.S_IFDIR}}), 0
+	return gofs.NewListDirStream(append(dots(d.EmbeddedInode()), fuse.DirEntry{Name: "versions", Mode: syscall.S_IFDIR})), 0
 }
 
 func (d *metaDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -76,9 +77,12 @@ func (d *versionsDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errn
 	if errno != 0 {
 		return nil, errno
 	}
-	var out []fuse.DirEntry
+	out := dots(d.EmbeddedInode())
 	for s.HasNext() {
 		e, _ := s.Next()
+		if e.Name == "." || e.Name == ".." {
+			continue
+		}
 		if isDir(e.Mode) || isReg(e.Mode) {
 			e.Ino = 0
 			e.Mode = e.Mode & syscall.S_IFMT
@@ -157,7 +161,7 @@ func (d *versionList) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errn
 	if err != nil {
 		return nil, d.fsys.errno(err, "versions")
 	}
-	var out []fuse.DirEntry
+	out := dots(d.EmbeddedInode())
 	for _, v := range vs {
 		out = append(out, fuse.DirEntry{Name: strconv.FormatUint(v.N, 10), Mode: syscall.S_IFREG})
 	}
@@ -192,7 +196,7 @@ func (v *versionFile) fill(out *fuse.Attr) {
 	out.Size = uint64(v.o.Size())
 	out.Blocks = (out.Size + 511) / 512
 	out.Nlink = 1
-	out.Mtime, out.Mtimensec = tsOf(v.o.Modified().UnixNano())
+	out.Mtime, out.Mtimensec = tsOf(stampOf(v.o.Modified()))
 	out.Ctime, out.Ctimensec = out.Mtime, out.Mtimensec
 	out.Atime, out.Atimensec = out.Mtime, out.Mtimensec
 }
@@ -286,7 +290,7 @@ func (d *snapshotsDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Err
 	if err != nil {
 		return nil, d.fsys.errno(err, snapDirName)
 	}
-	var out []fuse.DirEntry
+	out := dots(d.EmbeddedInode())
 	for _, s := range ss {
 		out = append(out, fuse.DirEntry{Name: s.Name, Mode: syscall.S_IFDIR, Ino: s.ID<<inoBits | rootIno})
 	}
@@ -425,7 +429,7 @@ func (f *FS) CreateSnapshot(name string) error {
 			return err
 		}
 	}
-	rec := binary.BigEndian.AppendUint64(be64(id), uint64(nowNs()))
+	rec := binary.BigEndian.AppendUint64(be64(id), uint64(time.Now().UnixNano()))
 	if err := f.store.Update(func(txn *badger.Txn) error { return txn.Set(snapKey(name), rec) }); err != nil {
 		return err
 	}

@@ -159,13 +159,15 @@ func (c *cli) run() error {
 		st.Close()
 		return report(err)
 	}
+	// Signals are caught from before the mount exists, so that one arriving
+	// as it appears unmounts it instead of killing glydfs under it.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	srv, err := glydfs.Mount(c.Mountpoint, f, glydfs.MountOptions{AllowOther: allowOther, Debug: c.Debug})
 	if err != nil {
 		st.Close()
 		return report(fmt.Errorf("mounting on %s: %w", c.Mountpoint, err))
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		for sig := range sigs {
 			if err := srv.Unmount(); err != nil {
