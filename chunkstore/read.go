@@ -21,11 +21,44 @@ func (s *Store) chunkData(id ID) ([]byte, error) {
 	if b, ok := s.cache.get(id); ok {
 		return b, nil
 	}
+	// One decode per chunk at a time: a reader that reaches a chunk the
+	// read-ahead is decoding waits for it instead of decoding it again.
+	s.flightMu.Lock()
+	if f, ok := s.flight[id]; ok {
+		s.flightMu.Unlock()
+		<-f.done
+		return f.data, f.err
+	}
+	f := &flight{done: make(chan struct{})}
+	if s.flight == nil {
+		s.flight = map[ID]*flight{}
+	}
+	s.flight[id] = f
+	s.flightMu.Unlock()
+	defer func() {
+		s.flightMu.Lock()
+		delete(s.flight, id)
+		s.flightMu.Unlock()
+		close(f.done)
+	}()
+	if b, ok := s.cache.get(id); ok {
+		f.data = b
+		return b, nil
+	}
 	r, err := s.record(id)
 	if err != nil {
+		f.err = err
 		return nil, err
 	}
-	return s.decodeChunk(id, r, 0)
+	f.data, f.err = s.decodeChunk(id, r, 0)
+	return f.data, f.err
+}
+
+// flight is a chunk being decoded.
+type flight struct {
+	done chan struct{}
+	data []byte
+	err  error
 }
 
 func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) ([]byte, error) {

@@ -60,6 +60,8 @@ type Store struct {
 	writer   sync.Mutex // one put, delete or gc at a time
 	cache    *chunkCache
 	prefetch chan struct{} // read-ahead decodes in flight
+	flightMu sync.Mutex
+	flight   map[ID]*flight // chunks being decoded
 }
 
 var keyConfig = []byte("meta/config")
