@@ -160,7 +160,7 @@ func newStore(dir string, db *badger.DB, cfg config, opts Options) (*Store, erro
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
 	return &Store{dir: dir, db: db, blobs: badgerBlobs{db}, cfg: cfg, tier: tier, opts: opts, cache: newChunkCache(opts.Cache),
-		prefetch: make(chan struct{}, opts.Threads)}, nil
+		prefetch: make(chan struct{}, 4*opts.Threads)}, nil
 }
 
 // openDB opens badger tuned for this job: compressed chunk frames go to the

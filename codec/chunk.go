@@ -1,5 +1,7 @@
 package codec
 
+import "sync"
+
 // Chunks: the chunk store keeps every chunk as one bare v7 unit frame (the
 // unit header, its block headers and payloads, each block with its CRC-32C),
 // without the stream header, seek index and trailer that a file needs: a
@@ -79,10 +81,31 @@ func DecodeChunk(frame, base []byte) ([]byte, error) {
 	if len(base)+uh.rawLen > MaxChunk {
 		return nil, formatErr(0, -1, 0, "base of %d bytes too large for a chunk of %d", len(base), uh.rawLen)
 	}
-	work := make([]byte, len(base)+uh.rawLen)
+	if len(base) == 0 {
+		out := make([]byte, uh.rawLen)
+		if err := decodeUnitAt(out, 0, frame[unitHeaderSize:], uh, 0, 0, baseRef{}); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	// A delta decodes after its base in one buffer (the base is its
+	// history). The buffer comes from a pool and only the result is
+	// copied out: a fresh base-plus-chunk buffer per delta cost more in
+	// page faults and clearing than the decode itself.
+	need := len(base) + uh.rawLen
+	wp, _ := chunkWork.Get().(*[]byte)
+	if wp == nil || cap(*wp) < need {
+		b := make([]byte, need)
+		wp = &b
+	}
+	work := (*wp)[:need]
+	defer chunkWork.Put(wp)
 	copy(work, base)
 	if err := decodeUnitAt(work, len(base), frame[unitHeaderSize:], uh, 0, 0, baseRef{}); err != nil {
 		return nil, err
 	}
-	return work[len(base):], nil
+	return append([]byte(nil), work[len(base):]...), nil
 }
+
+// chunkWork holds delta decode buffers.
+var chunkWork sync.Pool

@@ -794,15 +794,20 @@ func (n *node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off in
 	size := in.attr.Size
 	o, err := f.object(in)
 	ahead := int64(0)
-	if err == nil && o != nil && f.opts.ReadAhead > 0 && off == in.next {
-		// A sequential reader: decode the next stretch in the background.
+	// A sequential reader: decode the next stretch in the background. The
+	// kernel sends its read-ahead requests several at a time and they
+	// arrive in any order, so "sequential" is "near where reading got to".
+	const near = 4 << 20
+	if err == nil && o != nil && f.opts.ReadAhead > 0 && off >= in.next-near && off <= in.next+near {
 		from := max(off+int64(len(dest)), in.ahead)
 		if to := off + int64(len(dest)) + f.opts.ReadAhead; from < to && from < size {
 			ahead = to
 			o.Prefetch(from, to-from)
 		}
 	}
-	in.next = off + int64(len(dest))
+	if end := off + int64(len(dest)); end > in.next || off < in.next-near {
+		in.next = end
+	}
 	if ahead > 0 {
 		in.ahead = ahead
 	}
