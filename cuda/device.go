@@ -5,6 +5,7 @@ package cuda
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -162,17 +163,43 @@ func (g *Device) Unpin(b []byte) error {
 type Module struct {
 	g *Device
 	m cuModule
+	// Log is the JIT compiler's information log (registers, spills).
+	Log string
 }
 
-// LoadPTX JIT-compiles NUL-free PTX text for this device.
+// JIT options of cuModuleLoadDataEx (CUjit_option).
+const (
+	jitInfoLogBuffer      = 3
+	jitInfoLogBufferBytes = 4
+	jitErrorLogBuffer     = 5
+	jitErrorLogBytes      = 6
+	jitLogVerbose         = 12
+)
+
+// LoadPTX JIT-compiles NUL-free PTX text for this device. A failure
+// carries the JIT compiler's error log.
 func (g *Device) LoadPTX(ptx []byte) (*Module, error) {
 	img := append(append([]byte(nil), ptx...), 0)
 	m := &Module{g: g}
+	const logBytes = 16 << 10
+	info, errLog := make([]byte, logBytes+1), make([]byte, logBytes+1) // a NUL always ends them
+	opts := [5]int32{jitInfoLogBuffer, jitInfoLogBufferBytes, jitErrorLogBuffer, jitErrorLogBytes, jitLogVerbose}
+	vals := [5]uintptr{uintptr(unsafe.Pointer(&info[0])), logBytes, uintptr(unsafe.Pointer(&errLog[0])), logBytes, 1}
 	err := g.do(func() error {
-		return g.d.check(g.d.cuModuleLoadData(&m.m, unsafe.Pointer(&img[0])), "cuModuleLoadData (JIT of the embedded PTX)")
+		return g.d.check(g.d.cuModuleLoadDataEx(&m.m, unsafe.Pointer(&img[0]), uint32(len(opts)), &opts[0], &vals[0]),
+			"cuModuleLoadDataEx (JIT of the embedded PTX)")
 	})
 	runtime.KeepAlive(img)
-	return m, err
+	runtime.KeepAlive(info)
+	runtime.KeepAlive(errLog)
+	m.Log = strings.TrimSpace(cString(&info[0]))
+	if err != nil {
+		if e := strings.TrimSpace(cString(&errLog[0])); e != "" {
+			err = fmt.Errorf("%w: %s", err, e)
+		}
+		return nil, err
+	}
+	return m, nil
 }
 
 // Kernel is a function of a Module.

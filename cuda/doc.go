@@ -4,4 +4,29 @@
 // the decode kernel ships as PTX embedded in the binary, JIT-compiled by
 // the driver. Without a GPU every call fails with a clear error; Doctor
 // says why.
+//
+// A load (Loader.Load) of a packed file (package packed) works out a Layout
+// on the CPU from the file's directory alone: the tensors end up in one
+// device buffer laid out as the original safetensors data section, so a
+// tensor's device pointer is that buffer plus its data_offsets, exactly as
+// for a plain load. The payload section (the coded spans' payloads) is read
+// into pinned staging buffers by several goroutines and copied to the
+// device as it is; the spans the CPU must produce (tensors kept in the meta
+// section) are decoded meanwhile and copied to their places; then one
+// launch of the kernel (kernels/decode.cu, glyd_decode) decodes every coded
+// span. Plan is the launch's description, built in pure Go: per span a
+// descriptor (where its group ends, CRCs, raw plane and streams lie in the
+// uploaded bytes, where its values go), per block of BlockThreads threads
+// its span and first group (a block's groups share one span, whose code
+// table the block expands into a lookup table in shared memory), and per
+// span its canonical code (counts per length, symbols in canonical order).
+// Each thread decodes one group exactly as tensor.DecodeReference does and
+// writes a status word; the host reads back a two-word summary and, on
+// failure, the status words, to name the tensor and group.
+//
+// Emulate is the kernel transcribed to Go, statement for statement, and
+// runs over the very buffers a GPU would get; NewEmulatedLoader runs a
+// whole load with it (and GLYD_GPU_EMULATE=1 makes 'glyd gpu' do so), so
+// everything but the driver calls is tested on machines without a GPU.
+// tests/gpu/run.sh is the check for a machine with one.
 package cuda

@@ -43,6 +43,7 @@ type driver struct {
 	cuCtxSetCurrent       func(ctx cuContext) cuResult
 	cuCtxSynchronize      func() cuResult
 	cuModuleLoadData      func(m *cuModule, image unsafe.Pointer) cuResult
+	cuModuleLoadDataEx    func(m *cuModule, image unsafe.Pointer, n uint32, opts *int32, vals *uintptr) cuResult
 	cuModuleUnload        func(m cuModule) cuResult
 	cuModuleGetFunction   func(f *cuFunction, m cuModule, name *byte) cuResult
 	cuMemAlloc            func(p *DevPtr, size uint64) cuResult
@@ -88,7 +89,8 @@ func load() (*driver, error) {
 			{&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
 			{&d.cuDevicePrimaryCtxRet, "cuDevicePrimaryCtxRetain"}, {&d.cuDevicePrimaryCtxRel, "cuDevicePrimaryCtxRelease_v2"},
 			{&d.cuCtxSetCurrent, "cuCtxSetCurrent"}, {&d.cuCtxSynchronize, "cuCtxSynchronize"},
-			{&d.cuModuleLoadData, "cuModuleLoadData"}, {&d.cuModuleUnload, "cuModuleUnload"},
+			{&d.cuModuleLoadData, "cuModuleLoadData"}, {&d.cuModuleLoadDataEx, "cuModuleLoadDataEx"},
+			{&d.cuModuleUnload, "cuModuleUnload"},
 			{&d.cuModuleGetFunction, "cuModuleGetFunction"},
 			{&d.cuMemAlloc, "cuMemAlloc_v2"}, {&d.cuMemFree, "cuMemFree_v2"},
 			{&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"}, {&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"},

@@ -16,7 +16,8 @@ import (
 type infoCmd struct {
 	JSON    bool   `help:"Print JSON with exact numbers."`
 	Threads int    `short:"T" default:"0" placeholder:"N" help:"Threads to use; 0 means one per core."`
-	File    string `arg:"" help:"A .glyd file; '-' reads standard input."`
+	Tensors bool   `help:"For a packed safetensors file (glyd pack): list every tensor's bits per value."`
+	File    string `arg:"" help:"A .glyd file, or a packed safetensors file; '-' reads standard input."`
 }
 
 // infoJSON is what info --json prints.
@@ -66,6 +67,9 @@ func openGlyd(name string, threads int) (*codec.File, func(), error) {
 }
 
 func (c *infoCmd) Run() error {
+	if c.File != "-" && isPackedFile(c.File) {
+		return c.packedInfo()
+	}
 	disp := displayName(c.File, false)
 	f, closeFn, err := openGlyd(c.File, c.Threads)
 	if err != nil {

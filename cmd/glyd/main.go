@@ -26,7 +26,10 @@ type cli struct {
 	Snapshot snapshotCmd `cmd:"" help:"Whole-tree snapshots of a mounted glydfs: create, ls, rm."`
 	Restore  restoreCmd  `cmd:"" help:"Bring back a file or tree from a snapshot or a version."`
 	Stats    statsCmd    `cmd:"" help:"Logical and stored bytes of a mounted glydfs or of its store."`
+	Pack     packCmd     `cmd:"" help:"Pack a safetensors file, or a directory of shards, tensor by tensor: smaller, byte for byte the same after unpack."`
+	Unpack   unpackCmd   `cmd:"" help:"Unpack what glyd pack wrote back to the original safetensors file or directory."`
 	Doctor   doctorCmd   `cmd:"" help:"Say whether a GPU is usable for loading packed tensors, and why not."`
+	Gpu      gpuCmd      `cmd:"" help:"Load packed tensors into GPU memory, decoding them there: load, verify."`
 
 	Version kong.VersionFlag `short:"V" help:"Print the version and exit."`
 }

@@ -51,6 +51,9 @@ func (c *testCmd) check(name string) error {
 		_, err := zr.WriteTo(io.Discard)
 		return err
 	}
+	if isPackedFile(name) {
+		return verifyPacked(name, c.Threads)
+	}
 	f, closeFn, err := openGlyd(name, c.Threads)
 	if err != nil {
 		return err

@@ -1,0 +1,15 @@
+package cputime
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func threadTime() (time.Duration, bool) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0, false
+	}
+	return time.Duration(ts.Nano()), true
+}

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# The GPU loader's check, for a machine with an NVIDIA GPU. Run from the
+# repository root:
+#
+#   tests/gpu/run.sh [WEIGHTS]
+#
+# WEIGHTS is a safetensors file or a folder of them (default: the corpus,
+# ../shared/corpus/weights/*/*.safetensors or /work/shared/...). It builds
+# glyd (or takes the prebuilt one from bin/gpu/, made by tests/gpu/prep.sh
+# where Go is, for GPU machines without a Go toolchain), packs every weights
+# file with `glyd pack`, checks `glyd gpu verify` is bit-exact on each,
+# times `glyd gpu load` of each packed file against the plain safetensors
+# baseline (read + copy to the device), does the same for a synthetic
+# 2 GiB checkpoint (tests/gpu/synth), runs the tensor package's CPU decode
+# benchmarks on 1 and all cores, and writes docs/benchmarks/gpu.md (also
+# printed). Meant to finish in under 5 minutes on one H200 with 16 cores.
+#
+# Environment: GLYD_GPU_SYNTH_MB (default 2048; 0 skips the synthetic
+# checkpoint), GLYD_GPU_REPEAT (default 5 loads per file, best reported),
+# GLYD_GPU_REPORT (default docs/benchmarks/gpu.md). GLYD_GPU_EMULATE=1
+# tries the script where there is no GPU (the kernel emulated on the CPU;
+# the report then goes to /tmp/glyd-gpu-emulated.md and says so).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+REPORT=${GLYD_GPU_REPORT:-docs/benchmarks/gpu.md}
+EMULATED=
+if [ "${GLYD_GPU_EMULATE:-}" = 1 ]; then
+	REPORT=${GLYD_GPU_REPORT:-/tmp/glyd-gpu-emulated.md}
+	EMULATED="**EMULATED: no GPU was used (GLYD_GPU_EMULATE=1); the kernel ran as its CPU emulation, so the times say nothing about a GPU.**"
+fi
+PREP=bin/gpu
+SYNTH_MB=${GLYD_GPU_SYNTH_MB:-2048}
+REPEAT=${GLYD_GPU_REPEAT:-5}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/glyd-gpu.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+T0=$(date +%s)
+log() { echo "[$(( $(date +%s) - T0 ))s] $*" >&2; }
+fail=0
+
+# --- binaries -----------------------------------------------------------
+if command -v go >/dev/null 2>&1 && go build -o bin/glyd ./cmd/glyd 2>"$WORK/build.log"; then
+	GLYD=bin/glyd
+	go build -o "$WORK/synth" ./tests/gpu/synth && SYNTH=$WORK/synth
+	go test -c -o "$WORK/tensor.test" ./tensor && TENSORTEST=$WORK/tensor.test
+	built="built here with $(go version | cut -d' ' -f3)"
+elif [ -x "$PREP/glyd" ]; then
+	GLYD=$PREP/glyd
+	SYNTH=$PWD/$PREP/synth
+	TENSORTEST=$PWD/$PREP/tensor.test
+	built="prebuilt by tests/gpu/prep.sh ($(cat "$PREP/VERSION" 2>/dev/null))"
+else
+	cat "$WORK/build.log" 2>/dev/null >&2
+	echo "tests/gpu/run.sh: no Go toolchain here and no prebuilt $PREP/glyd: run tests/gpu/prep.sh where Go is, and bring bin/gpu along" >&2
+	exit 1
+fi
+log "glyd: $built"
+
+# --- weights ------------------------------------------------------------
+if [ $# -ge 1 ]; then
+	SRC=$1
+else
+	SRC=
+	for d in ../shared/corpus/weights /work/shared/corpus/weights shared/corpus/weights "$PREP/corpus"; do
+		if [ -d "$d" ]; then SRC=$d; break; fi
+	done
+fi
+files=()
+if [ -n "$SRC" ] && [ -f "$SRC" ]; then
+	files=("$SRC")
+elif [ -n "$SRC" ] && [ -d "$SRC" ]; then
+	while IFS= read -r f; do files+=("$f"); done < <(find "$SRC" -maxdepth 2 -name '*.safetensors' | sort)
+fi
+log "weights: ${#files[@]} files from ${SRC:-nowhere}"
+
+DOCTOR=$("$GLYD" doctor 2>&1 | head -1)
+log "$DOCTOR"
+JSONL=$WORK/loads.jsonl
+: >"$JSONL"
+VERIFY=$WORK/verify.txt
+: >"$VERIFY"
+
+# one NAME FILE: pack, verify, time packed and plain loads; one JSON line.
+one() {
+	local name=$1 plain=$2 packed=$WORK/packed/$1.glyt
+	mkdir -p "$(dirname "$packed")"
+	local t0 t1 ok=no
+	t0=$(date +%s.%N)
+	if ! timeout 120 "$GLYD" pack "$plain" "$packed" >"$WORK/pack.log" 2>&1; then
+		log "$name: glyd pack failed: $(tail -1 "$WORK/pack.log")"
+		fail=1
+		return
+	fi
+	t1=$(date +%s.%N)
+	if timeout 120 "$GLYD" gpu verify "$packed" 2>&1 | grep -v GLYD_GPU_EMULATE >>"$VERIFY"; then
+		ok=yes
+	else
+		fail=1
+		log "$name: glyd gpu verify FAILED: $(tail -2 "$VERIFY")"
+	fi
+	local pj lj
+	pj=$(timeout 120 "$GLYD" gpu load --json --repeat "$REPEAT" "$packed" 2>"$WORK/load.log") ||
+		{ log "$name: packed load failed: $(tail -1 "$WORK/load.log")"; fail=1; return; }
+	lj=$(timeout 120 "$GLYD" gpu load --json --plain --repeat "$REPEAT" "$plain" 2>"$WORK/load.log") ||
+		{ log "$name: plain load failed: $(tail -1 "$WORK/load.log")"; fail=1; return; }
+	python3 - "$name" "$ok" "$t0" "$t1" "$(stat -c %s "$plain")" "$(stat -c %s "$packed")" "$pj" "$lj" >>"$JSONL" <<'EOF'
+import json, sys
+name, ok, t0, t1, plain, packed, pj, lj = sys.argv[1:]
+print(json.dumps({"name": name, "verify": ok, "pack_s": float(t1) - float(t0), "plain_bytes": int(plain),
+                  "packed_bytes": int(packed), "packed": json.loads(pj), "plain": json.loads(lj)}))
+EOF
+	log "$name: verify $ok"
+}
+
+for f in "${files[@]}"; do
+	rel=${f#"$SRC"/}
+	[ "$rel" = "$f" ] && rel=$(basename "$f")
+	one "${rel%.safetensors}" "$f"
+done
+
+# Cold cache: every packed file, then every plain file, as one directory
+# load each, after dropping the page cache (root only; skipped otherwise).
+COLD=
+if [ ${#files[@]} -gt 0 ] && sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+	mkdir -p "$WORK/plainall" "$WORK/packedall"
+	i=0
+	for f in "${files[@]}"; do
+		i=$((i + 1))
+		ln -sf "$(readlink -f "$f")" "$WORK/plainall/$i.safetensors"
+	done
+	i=0
+	while IFS= read -r p; do
+		i=$((i + 1))
+		ln -sf "$p" "$WORK/packedall/$i.glyt"
+	done < <(find "$WORK/packed" -name '*.glyt' | sort)
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cp=$("$GLYD" gpu load "$WORK/packedall" 2>&1 | grep -v GLYD_GPU_EMULATE)
+	echo 3 >/proc/sys/vm/drop_caches
+	cl=$("$GLYD" gpu load --plain "$WORK/plainall" 2>&1 | grep -v GLYD_GPU_EMULATE)
+	COLD=$(printf 'packed: %s\nplain:  %s\n' "$cp" "$cl")
+	log "cold: $COLD"
+fi
+
+# A synthetic checkpoint at LLM scale (the corpus's models are 0.1-7 MB).
+if [ "$SYNTH_MB" != 0 ] && [ -x "${SYNTH:-}" ]; then
+	log "synthetic checkpoint: ${SYNTH_MB} MiB"
+	if timeout 120 "$SYNTH" -o "$WORK/synth.safetensors" -mb "$SYNTH_MB" >&2; then
+		one "synthetic-${SYNTH_MB}MiB-bf16" "$WORK/synth.safetensors"
+		rm -f "$WORK/synth.safetensors"
+	fi
+fi
+
+# CPU decode on 1 core and on all of them.
+CPUS=$(nproc)
+CPUBENCH=
+if [ -x "${TENSORTEST:-}" ]; then
+	log "CPU decode benchmark (-cpu 1,$CPUS)"
+	CPUBENCH=$(cd tensor && timeout 150 "$TENSORTEST" -test.run XXX -test.bench 'Decode' -test.benchtime 500ms -test.cpu "1,$CPUS" 2>&1)
+fi
+
+# --- report -------------------------------------------------------------
+mkdir -p "$(dirname "$REPORT")"
+python3 - "$JSONL" "$VERIFY" "$built" "$DOCTOR" "$COLD" "$CPUBENCH" "$(date -u +%Y-%m-%dT%H:%MZ)" "$REPEAT" "$CPUS" "$EMULATED" >"$REPORT" <<'EOF'
+import json, sys
+jsonl, verify, built, doctor, cold, cpubench, date, repeat, cpus, emulated = sys.argv[1:]
+rows = [json.loads(l) for l in open(jsonl) if l.strip()]
+out = []
+w = out.append
+w("# GPU loader: packed vs plain safetensors loads\n")
+if emulated:
+    w(emulated + "\n")
+w(f"Written by `tests/gpu/run.sh` on {date}. {doctor.strip()}. glyd {built}; {cpus} CPU cores.\n")
+w("Each file is packed with `glyd pack`, checked with `glyd gpu verify` (the device's bytes copied back and "
+  "compared bit for bit with the CPU decode), then loaded with `glyd gpu load` (packed: read the payload, copy it "
+  "to the device, decode there; plain: read the safetensors data and copy it to the device). Times are the best of "
+  f"{repeat} loads with the files in the page cache, from opening the file to the tensors checked on the device; "
+  "a CUDA context and the kernel's JIT are set up once per process beforehand and not counted.\n")
+w("| file | plain bytes | packed bytes | packed/plain | verify | plain load | packed load | of it: GPU decode | speed-up | packed GB/s (tensors) |")
+w("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+tot = {"plain": 0, "packed": 0, "tp": 0.0, "tk": 0.0, "ok": 0}
+for r in rows:
+    p, l = r["packed"], r["plain"]
+    tot["plain"] += r["plain_bytes"]; tot["packed"] += r["packed_bytes"]
+    tot["tp"] += l["best_s"]; tot["tk"] += p["best_s"]; tot["ok"] += r["verify"] == "yes"
+    w(f"| {r['name']} | {r['plain_bytes']:,} | {r['packed_bytes']:,} | {r['packed_bytes']/r['plain_bytes']:.3f} | "
+      f"{'bit-exact' if r['verify']=='yes' else '**FAILED**'} | {l['best_s']*1e3:.3f} ms | {p['best_s']*1e3:.3f} ms | "
+      f"{p['decode_s']*1e3:.3f} ms | {l['best_s']/p['best_s']:.2f}× | {p['gbps']:.2f} |")
+if rows:
+    w(f"| **all {len(rows)}** | {tot['plain']:,} | {tot['packed']:,} | {tot['packed']/tot['plain']:.3f} | "
+      f"{tot['ok']}/{len(rows)} bit-exact | {tot['tp']*1e3:.1f} ms | {tot['tk']*1e3:.1f} ms | | {tot['tp']/tot['tk']:.2f}× | |")
+w("")
+if rows:
+    p = rows[0]["packed"]
+    w(f"Staging buffers page-locked: {'yes' if p.get('pinned') else 'no (' + p.get('pin_error', '') + ')'}; "
+      f"kernel JIT and pinning once per process: {p['setup_s']*1e3:.1f} ms. The driver's JIT log of the kernel:\n")
+    w("```\n" + (p.get("jit_log") or "(none)").strip() + "\n```\n")
+if cold:
+    w("Cold page cache (`echo 3 > /proc/sys/vm/drop_caches` before each), every file as one directory load:\n")
+    w("```\n" + cold.strip() + "\n```\n")
+else:
+    w("Cold-cache loads: not measured (the page cache could not be dropped here).\n")
+w("`glyd gpu verify` output:\n")
+w("```\n" + open(verify).read().strip() + "\n```\n")
+if cpubench:
+    w(f"CPU decode for comparison (`go test -run XXX -bench Decode ./tensor/ -cpu 1,{cpus}`; synthetic gaussian data, "
+      "decoded bytes per second):\n")
+    w("```\n" + cpubench.strip() + "\n```\n")
+print("\n".join(out))
+EOF
+cat "$REPORT"
+log "done: $REPORT"
+exit $fail
