@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -165,8 +166,8 @@ func TestStagingSpills(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEqual(t, m.path("f"), data)
-	if m.fsys.stagedMem != 0 {
-		t.Errorf("%d bytes of staged pages left after the commit", m.fsys.stagedMem)
+	if n := atomic.LoadInt64(&m.fsys.stagedMem); n != 0 {
+		t.Errorf("%d bytes of staged pages left after the commit", n)
 	}
 }
 
