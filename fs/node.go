@@ -71,10 +71,9 @@ func (n *node) fill(a *attr, out *fuse.Attr) {
 	out.Atime, out.Atimensec = tsOf(a.Atime)
 	out.Mtime, out.Mtimensec = tsOf(a.Mtime)
 	out.Ctime, out.Ctimensec = tsOf(a.Ctime)
+	// A snapshot shows the modes files had (restores copy them); writes
+	// into it fail with EROFS all the same.
 	out.Blksize = 128 << 10
-	if n.v.snap != 0 {
-		out.Mode &^= 0o222 // snapshots are read-only
-	}
 }
 
 var (
