@@ -747,11 +747,17 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return &handle{}, fuse.FOPEN_KEEP_CACHE, 0
 	}
 	f := n.fsys
-	in, err := f.getInode(n.ino)
+	// The inode is found and locked under fsys.mu, so that the release of
+	// the last handle of an unlinked file (which drops it from the table)
+	// cannot slip in between: this open would count on a forgotten inode.
+	f.mu.Lock()
+	in, err := f.getInodeLocked(n.ino)
 	if err != nil {
+		f.mu.Unlock()
 		return nil, 0, f.errno(err, n.what())
 	}
 	in.mu.Lock()
+	f.mu.Unlock()
 	defer in.mu.Unlock()
 	if writable && flags&syscall.O_TRUNC != 0 {
 		c, err := f.staged(in)
