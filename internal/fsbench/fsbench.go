@@ -203,7 +203,7 @@ func Run(cfg Config) (rep *Report, err error) {
 	b.cfg.work = work
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer b.cancel()
-	rep = &Report{Config: b.cfg, Work: work, Machine: machineInfo(), Started: time.Now(), Build: buildRevision()}
+	rep = &Report{Config: b.cfg, Work: work, Machine: machineInfo(), Started: time.Now(), Build: machine.Revision()}
 	b.rep = rep
 	b.cpu0 = cpuTime()
 	fsw := fsOf(work)
@@ -212,12 +212,12 @@ func Run(cfg Config) (rep *Report, err error) {
 		b.note("The scratch directory is on %s, which is memory, not a disk: the \"local disk\" rows measure memory. Use -work DIR on a disk.", fsw.FSType)
 	}
 	rep.Tools = []Tool{
-		{"squashfuse", toolVersion("squashfuse", "--version")},
-		{"mksquashfs", toolVersion("mksquashfs", "-version")},
-		{"fio", toolVersion("fio", "--version")},
-		{"zstd", toolVersion("zstd", "--version")},
-		{"tar", toolVersion("tar", "--version")},
-		{"fuse", toolVersion("fusermount3", "--version")},
+		{"squashfuse", machine.ToolVersion("squashfuse", "--version")},
+		{"mksquashfs", machine.ToolVersion("mksquashfs", "-version")},
+		{"fio", machine.ToolVersion("fio", "--version")},
+		{"zstd", machine.ToolVersion("zstd", "--version")},
+		{"tar", machine.ToolVersion("tar", "--version")},
+		{"fuse", machine.ToolVersion("fusermount3", "--version")},
 	}
 
 	// Ctrl-C, SIGTERM, SIGHUP: stop the tools, detach the mounts, remove

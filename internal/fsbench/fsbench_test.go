@@ -3,6 +3,7 @@ package fsbench
 import (
 	"bytes"
 	"crypto/sha256"
+	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -193,8 +194,8 @@ func TestSameFileAndTree(t *testing.T) {
 
 func TestFormatting(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1234567: "1,234,567", -1234: "-1,234"} {
-		if got := commas(n); got != want {
-			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		if got := benchfmt.Commas(n); got != want {
+			t.Errorf("benchfmt.Commas(%d) = %q, want %q", n, got, want)
 		}
 	}
 	for v, want := range map[float64]string{0: "-", 0.25: "0.25×", 12.34: "12.3×", 150: "150×"} {
@@ -202,7 +203,7 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("times(%v) = %q, want %q", v, got, want)
 		}
 	}
-	if got := median([]time.Duration{5, 1, 3}); got != 3 {
+	if got := benchfmt.Median([]time.Duration{5, 1, 3}); got != 3 {
 		t.Errorf("median = %v", got)
 	}
 	if got := spread(2e6, []time.Duration{time.Second, 2 * time.Second}); got != "1.0 MB/s – 2.0 MB/s" {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,14 +34,14 @@ type ReadRun struct {
 }
 
 // Median is the median run.
-func (r *ReadRun) Median() time.Duration { return median(r.Runs) }
+func (r *ReadRun) Median() time.Duration { return benchfmt.Median(r.Runs) }
 
 // MBs is the median throughput.
 func (r *ReadRun) MBs() float64 {
 	if r.Err != "" || len(r.Runs) == 0 {
 		return 0
 	}
-	return mbs(r.Size, r.Median())
+	return benchfmt.MBs(r.Size, r.Median())
 }
 
 // readFile reads path whole in 1 MiB reads and returns the time it took;

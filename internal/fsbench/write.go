@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -144,7 +145,7 @@ func (b *bench) writes() (string, error) {
 		}
 		wt, err = writeFile(t.Path, filepath.Join(mnt, "big.bin"))
 		if err != nil {
-			b.problem("writing the %s test file into glydfs (`cp` of it, then fsync): %v", sizeName(t.Size), err)
+			b.problem("writing the %s test file into glydfs (`cp` of it, then fsync): %v", benchfmt.SizeName(t.Size), err)
 			gfs.Err = err.Error()
 		} else {
 			gfs.Runs = append(gfs.Runs, wt)

@@ -2,6 +2,7 @@ package storebench
 
 import (
 	"fmt"
+	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"strconv"
 	"strings"
@@ -17,26 +18,6 @@ const (
 	GoalP99        = 5 * time.Millisecond
 )
 
-// Target is one goal with what this run measured.
-type Target struct {
-	Name      string
-	Measured  string
-	Goal      string
-	Available bool
-	Met       bool
-}
-
-// Status is "met", "not met" or "not measured".
-func (t Target) Status() string {
-	switch {
-	case !t.Available:
-		return "not measured"
-	case t.Met:
-		return "met"
-	}
-	return "not met"
-}
-
 // Targets compares the run with the goals.
 func (r *Report) Targets() []Target {
 	var ts []Target
@@ -47,7 +28,7 @@ func (r *Report) Targets() []Target {
 			if g := r.Series.Column(name); g != nil && g.Err == "" && patch != nil && patch.Err == "" && patch.Total > 0 {
 				v := float64(g.Total) / float64(patch.Total)
 				t.Available, t.Met = true, v <= GoalPatchRatio
-				t.Measured = fmt.Sprintf("%.3f× (%s vs %s bytes)", v, commas(g.Total), commas(patch.Total))
+				t.Measured = fmt.Sprintf("%.3f× (%s vs %s bytes)", v, benchfmt.Commas(g.Total), benchfmt.Commas(patch.Total))
 			}
 			ts = append(ts, t)
 		}
@@ -68,16 +49,16 @@ func (r *Report) Targets() []Target {
 			goal, name = GoalDeltaMBs, "get through delta chains"
 		}
 		name += ", " + cacheWord(g.Cold) + " (" + g.Object + ")"
-		t := Target{Name: name, Goal: fmt.Sprintf("≥ %s", fmtRate(goal))}
+		t := Target{Name: name, Goal: fmt.Sprintf("≥ %s", benchfmt.FmtRate(goal))}
 		if g.Err == "" {
 			v := g.MBs()
-			t.Available, t.Met, t.Measured = true, v >= goal, fmtRate(v)
+			t.Available, t.Met, t.Measured = true, v >= goal, benchfmt.FmtRate(v)
 		}
 		ts = append(ts, t)
 	}
 	t = Target{Name: "random 64 KiB ReadAt p99, cold (1 GiB-class object)", Goal: "≤ " + fmtDur(GoalP99)}
 	if rr := r.Random; rr != nil && rr.Err == "" {
-		t.Name = fmt.Sprintf("random %s ReadAt p99, cold, %s object", sizeName(int64(rr.ReadSize)), sizeName(rr.Size))
+		t.Name = fmt.Sprintf("random %s ReadAt p99, cold, %s object", benchfmt.SizeName(int64(rr.ReadSize)), benchfmt.SizeName(rr.Size))
 		if !rr.Dropped {
 			t.Name += " (page cache NOT dropped)"
 		}
@@ -97,7 +78,7 @@ func cacheWord(cold bool) string {
 
 // WriteMarkdown writes docs/benchmarks/store.md.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	ew := &errWriter{w: w}
+	ew := &benchfmt.ErrWriter{W: w}
 	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
 	m := r.Machine
 
@@ -112,37 +93,37 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		tools = append(tools, fmt.Sprintf("%s: %s", t.Name, v))
 	}
-	hdr := &table{head: []string{"", ""}, align: "ll"}
-	hdr.add("machine", m.CPU)
-	hdr.add("cores", fmt.Sprintf("%d logical; the store's put and read workers: %d", m.Cores, r.Threads))
-	hdr.add("date", r.Started.UTC().Format("2006-01-02 15:04 MST"))
-	hdr.add("Go", m.Go+" "+m.OS)
-	hdr.add("kernel", m.Kernel)
-	hdr.add("load average (1/5/15 min)", fmt.Sprintf("%s at the start, %s at the end", m.LoadStart, m.LoadEnd))
-	hdr.add("run time", r.Elapsed.Round(time.Second).String())
-	hdr.add("glyd", r.Build)
+	hdr := &benchfmt.Table{Head: []string{"", ""}, Align: "ll"}
+	hdr.Add("machine", m.CPU)
+	hdr.Add("cores", fmt.Sprintf("%d logical; the store's put and read workers: %d", m.Cores, r.Threads))
+	hdr.Add("date", r.Started.UTC().Format("2006-01-02 15:04 MST"))
+	hdr.Add("Go", m.Go+" "+m.OS)
+	hdr.Add("kernel", m.Kernel)
+	hdr.Add("load average (1/5/15 min)", fmt.Sprintf("%s at the start, %s at the end", m.LoadStart, m.LoadEnd))
+	hdr.Add("run time", r.Elapsed.Round(time.Second).String())
+	hdr.Add("glyd", r.Build)
 	if r.Series != nil && len(r.Series.Glyd) > 0 {
 		c := r.Series.Glyd[0].Chunking
-		hdr.add("store chunking", fmt.Sprintf("min %s, average %s, max %s (the store's defaults)", sizeName(int64(c.Min)), sizeName(int64(c.Avg)), sizeName(int64(c.Max))))
+		hdr.Add("store chunking", fmt.Sprintf("min %s, average %s, max %s (the store's defaults)", benchfmt.SizeName(int64(c.Min)), benchfmt.SizeName(int64(c.Avg)), benchfmt.SizeName(int64(c.Max))))
 	}
 	if r.Corpus != nil {
-		hdr.add("corpus", fmt.Sprintf("`%s`: %d files, %s bytes", r.Config.Corpus, len(r.Corpus.Files), commas(r.Corpus.Usage.Logical)))
+		hdr.Add("corpus", fmt.Sprintf("`%s`: %d files, %s bytes", r.Config.Corpus, len(r.Corpus.Files), benchfmt.Commas(r.Corpus.Usage.Logical)))
 	}
-	hdr.add("peers", strings.Join(tools, "; "))
-	hdr.markdown(ew)
+	hdr.Add("peers", strings.Join(tools, "; "))
+	hdr.Markdown(ew)
 	p("\nUnits: MB = 10^6 bytes, MB/s = 10^6 bytes per second, GB/s = 10^9 bytes per second; KiB/MiB/GiB are powers of two. ")
 	p("Sizes of restic and borg repositories and of glyd store directories are apparent sizes (the sum of the files' lengths, `du -sb`).\n\n")
 
 	p("## Targets\n\n")
-	tt := &table{head: []string{"target", "measured", "goal", "status"}, align: "lrrl"}
+	tt := &benchfmt.Table{Head: []string{"target", "measured", "goal", "status"}, Align: "lrrl"}
 	for _, t := range r.Targets() {
 		meas := t.Measured
 		if !t.Available {
 			meas = "-"
 		}
-		tt.add(t.Name, meas, t.Goal, "**"+t.Status()+"**")
+		tt.Add(t.Name, meas, t.Goal, "**"+t.Status()+"**")
 	}
-	tt.markdown(ew)
+	tt.Markdown(ew)
 	p("\n")
 
 	if s := r.Series; s != nil {
@@ -159,30 +140,30 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		p("\n")
 	}
-	return ew.err
+	return ew.Err
 }
 
 func (r *Report) writeSeries(w io.Writer, s *Series) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	n := len(s.Files)
 	p("## 1. Release series\n\n")
-	p("`%s`: %d consecutive release tarballs (%s … %s), %s bytes raw, stored one after another in release order. ", s.Dir, n, s.Files[0].Name, s.Files[n-1].Name, commas(s.Raw))
+	p("`%s`: %d consecutive release tarballs (%s … %s), %s bytes raw, stored one after another in release order. ", s.Dir, n, s.Files[0].Name, s.Files[n-1].Name, benchfmt.Commas(s.Raw))
 	p("glyd's figure is the store's `Usage().Stored` (the bytes of all chunk frames) after the last version; the peers' are the size of what they wrote.\n\n")
 	patch := s.Column(colPatch)
-	t := &table{head: []string{"method", "stored bytes", "% of raw", "× patch chain", "time"}, align: "lrrrr"}
-	t.add("raw tarballs", commas(s.Raw), "100.00%", "", "")
+	t := &benchfmt.Table{Head: []string{"method", "stored bytes", "% of raw", "× patch chain", "time"}, Align: "lrrrr"}
+	t.Add("raw tarballs", benchfmt.Commas(s.Raw), "100.00%", "", "")
 	for _, c := range s.Columns {
 		if c.Err != "" {
-			t.add(c.Name, "not measured: "+c.Err, "", "", "")
+			t.Add(c.Name, "not measured: "+c.Err, "", "", "")
 			continue
 		}
 		x := ""
 		if patch != nil && patch.Err == "" && patch.Total > 0 {
 			x = fmt.Sprintf("%.3f×", float64(c.Total)/float64(patch.Total))
 		}
-		t.add(c.Name, commas(c.Total), pct(c.Total, s.Raw), x, fmtSeconds(c.Time))
+		t.Add(c.Name, benchfmt.Commas(c.Total), benchfmt.Pct(c.Total, s.Raw), x, benchfmt.FmtSeconds(c.Time))
 	}
-	t.markdown(w)
+	t.Markdown(w)
 	p("\nHow each was made:\n\n")
 	for _, c := range s.Columns {
 		p("- **%s**: %s.\n", c.Name, c.How)
@@ -201,35 +182,35 @@ func (r *Report) writeSeries(w io.Writer, s *Series) {
 			align += "r"
 		}
 	}
-	ct := &table{head: head, align: align}
+	ct := &benchfmt.Table{Head: head, Align: align}
 	var raw int64
 	for i, f := range s.Files {
 		raw += f.Size
-		row := []string{f.Name, commas(raw)}
+		row := []string{f.Name, benchfmt.Commas(raw)}
 		for _, c := range cols {
-			row = append(row, fmt.Sprintf("%s (%s)", commas(c.Cum[i]), pct(c.Cum[i], raw)))
+			row = append(row, fmt.Sprintf("%s (%s)", benchfmt.Commas(c.Cum[i]), benchfmt.Pct(c.Cum[i], raw)))
 		}
-		ct.add(row...)
+		ct.Add(row...)
 	}
-	ct.markdown(w)
+	ct.Markdown(w)
 	p("\n")
 
 	// glyd per put.
 	p("### What each glyd put stored\n\n")
-	gt := &table{head: []string{"version", "size"}, align: "lr"}
+	gt := &benchfmt.Table{Head: []string{"version", "size"}, Align: "lr"}
 	for _, g := range s.Glyd {
-		gt.head = append(gt.head, g.Tier+": chunks / new / deltas", g.Tier+": stored", g.Tier+": put")
-		gt.align += "rrr"
+		gt.Head = append(gt.Head, g.Tier+": chunks / new / deltas", g.Tier+": stored", g.Tier+": put")
+		gt.Align += "rrr"
 	}
 	for i, f := range s.Files {
-		row := []string{f.Name, commas(f.Size)}
+		row := []string{f.Name, benchfmt.Commas(f.Size)}
 		for _, g := range s.Glyd {
 			ps := g.Puts[i]
-			row = append(row, fmt.Sprintf("%d / %d / %d", ps.Chunks, ps.New, ps.Deltas), commas(ps.Stored), fmtRate(mbs(ps.Size, g.Times[i])))
+			row = append(row, fmt.Sprintf("%d / %d / %d", ps.Chunks, ps.New, ps.Deltas), benchfmt.Commas(ps.Stored), benchfmt.FmtRate(benchfmt.MBs(ps.Size, g.Times[i])))
 		}
-		gt.add(row...)
+		gt.Add(row...)
 	}
-	gt.markdown(w)
+	gt.Markdown(w)
 	p("\n")
 	for _, g := range s.Glyd {
 		c := s.Column(colGlydDefault)
@@ -237,7 +218,7 @@ func (r *Report) writeSeries(w io.Writer, s *Series) {
 			c = s.Column(colGlydMax)
 		}
 		p("- %s tier: the store directory takes %s bytes on disk after `Close` (%s of raw), against %s bytes of chunk frames: the rest is badger's LSM tree (chunk records, super-feature index, manifests), its value-log headers and its fixed files.\n",
-			g.Tier, commas(g.Disk), pct(g.Disk, s.Raw), commas(c.Total))
+			g.Tier, benchfmt.Commas(g.Disk), benchfmt.Pct(g.Disk, s.Raw), benchfmt.Commas(c.Total))
 	}
 	p("\n")
 }
@@ -247,22 +228,22 @@ func (r *Report) writeCorpus(w io.Writer, c *CorpusRun) {
 	u := c.Usage
 	p("## 2. The whole corpus in one store\n\n")
 	p("Every regular file of `%s` (%d files) put into one fresh default-tier store, in path order, each under its path relative to the corpus.\n\n", r.Config.Corpus, len(c.Files))
-	t := &table{head: []string{"", "bytes", "% of logical"}, align: "lrr"}
-	t.add("logical (all objects)", commas(u.Logical), "100.00%")
-	t.add("unique (distinct chunks)", commas(u.Unique), pct(u.Unique, u.Logical))
-	t.add("**stored (chunk frames)**", "**"+commas(u.Stored)+"**", "**"+pct(u.Stored, u.Logical)+"**")
-	t.add("store directory after Close", commas(c.Disk), pct(c.Disk, u.Logical))
-	t.add("saved by dedup", commas(u.DedupSaved), pct(u.DedupSaved, u.Logical))
-	t.add("saved by compression (chunks coded alone)", commas(u.CompressSaved), pct(u.CompressSaved, u.Logical))
-	t.add("saved by deltas (over coding those chunks alone)", commas(u.DeltaSaved), pct(u.DeltaSaved, u.Logical))
-	t.markdown(w)
+	t := &benchfmt.Table{Head: []string{"", "bytes", "% of logical"}, Align: "lrr"}
+	t.Add("logical (all objects)", benchfmt.Commas(u.Logical), "100.00%")
+	t.Add("unique (distinct chunks)", benchfmt.Commas(u.Unique), benchfmt.Pct(u.Unique, u.Logical))
+	t.Add("**stored (chunk frames)**", "**"+benchfmt.Commas(u.Stored)+"**", "**"+benchfmt.Pct(u.Stored, u.Logical)+"**")
+	t.Add("store directory after Close", benchfmt.Commas(c.Disk), benchfmt.Pct(c.Disk, u.Logical))
+	t.Add("saved by dedup", benchfmt.Commas(u.DedupSaved), benchfmt.Pct(u.DedupSaved, u.Logical))
+	t.Add("saved by compression (chunks coded alone)", benchfmt.Commas(u.CompressSaved), benchfmt.Pct(u.CompressSaved, u.Logical))
+	t.Add("saved by deltas (over coding those chunks alone)", benchfmt.Commas(u.DeltaSaved), benchfmt.Pct(u.DeltaSaved, u.Logical))
+	t.Markdown(w)
 	p("\nRatio logical / stored: **%.3f** (%d chunks, %d of them deltas).\n\n", ratio(u.Logical, u.Stored), u.Chunks, u.DeltaChunks)
 	p("Per top-level folder (a put's new bytes are charged to the object that first stored them, so a folder's figure includes deltas against folders put before it):\n\n")
-	gt := &table{head: []string{"folder", "files", "bytes", "stored", "% of bytes", "chunks / new / deltas", "put time", "put MB/s"}, align: "lrrrrrrr"}
+	gt := &benchfmt.Table{Head: []string{"folder", "files", "bytes", "stored", "% of bytes", "chunks / new / deltas", "put time", "put MB/s"}, Align: "lrrrrrrr"}
 	for _, g := range c.Groups {
-		gt.add(g.Name, strconv.Itoa(g.Files), commas(g.Size), commas(g.Stored), pct(g.Stored, g.Size), fmt.Sprintf("%d / %d / %d", g.Chunks, g.New, g.Deltas), fmtSeconds(g.Time), fmtRate(mbs(g.Size, g.Time)))
+		gt.Add(g.Name, strconv.Itoa(g.Files), benchfmt.Commas(g.Size), benchfmt.Commas(g.Stored), benchfmt.Pct(g.Stored, g.Size), fmt.Sprintf("%d / %d / %d", g.Chunks, g.New, g.Deltas), benchfmt.FmtSeconds(g.Time), benchfmt.FmtRate(benchfmt.MBs(g.Size, g.Time)))
 	}
-	gt.markdown(w)
+	gt.Markdown(w)
 	p("\n")
 }
 
@@ -272,11 +253,11 @@ func (r *Report) writeSpeed(w io.Writer) {
 	p("The store runs with its defaults: %d put and read workers (GOMAXPROCS), a 64 MiB chunk cache. ", r.Threads)
 	p("Inputs were read once beforehand, so the page cache serves them; every put returns only when its object is durable (synced).\n\n")
 	p("### Put\n\n")
-	t := &table{head: []string{"what", "bytes", "wall time", "MB/s", "CPU time (cores busy)"}, align: "lrrrr"}
+	t := &benchfmt.Table{Head: []string{"what", "bytes", "wall time", "MB/s", "CPU time (cores busy)"}, Align: "lrrrr"}
 	if c := r.Corpus; c != nil {
-		t.add(fmt.Sprintf("**whole corpus into a fresh store** (%d puts)", len(c.Files)), commas(c.Usage.Logical), fmtSeconds(c.PutTime), "**"+fmtRate(c.PutMBs())+"**", cpuCell(c.PutCPU, c.PutTime))
-		t.add("… then `Close`", "", fmtSeconds(c.CloseTime), "", "")
-		t.add("… puts and `Close` together", commas(c.Usage.Logical), fmtSeconds(c.PutTime+c.CloseTime), fmtRate(mbs(c.Usage.Logical, c.PutTime+c.CloseTime)), "")
+		t.Add(fmt.Sprintf("**whole corpus into a fresh store** (%d puts)", len(c.Files)), benchfmt.Commas(c.Usage.Logical), benchfmt.FmtSeconds(c.PutTime), "**"+benchfmt.FmtRate(c.PutMBs())+"**", cpuCell(c.PutCPU, c.PutTime))
+		t.Add("… then `Close`", "", benchfmt.FmtSeconds(c.CloseTime), "", "")
+		t.Add("… puts and `Close` together", benchfmt.Commas(c.Usage.Logical), benchfmt.FmtSeconds(c.PutTime+c.CloseTime), benchfmt.FmtRate(benchfmt.MBs(c.Usage.Logical, c.PutTime+c.CloseTime)), "")
 	}
 	if s := r.Series; s != nil {
 		for _, g := range s.Glyd {
@@ -284,22 +265,22 @@ func (r *Report) writeSpeed(w io.Writer) {
 			for _, d := range g.Times {
 				tot += d
 			}
-			t.add(fmt.Sprintf("release series, %s tier (%d puts, mostly deltas after the first)", g.Tier, len(g.Times)), commas(s.Raw), fmtSeconds(tot), fmtRate(mbs(s.Raw, tot)), "")
-			t.add(fmt.Sprintf("… its first release alone (no deltas possible), %s tier", g.Tier), commas(s.Files[0].Size), fmtSeconds(g.Times[0]), fmtRate(mbs(s.Files[0].Size, g.Times[0])), "")
+			t.Add(fmt.Sprintf("release series, %s tier (%d puts, mostly deltas after the first)", g.Tier, len(g.Times)), benchfmt.Commas(s.Raw), benchfmt.FmtSeconds(tot), benchfmt.FmtRate(benchfmt.MBs(s.Raw, tot)), "")
+			t.Add(fmt.Sprintf("… its first release alone (no deltas possible), %s tier", g.Tier), benchfmt.Commas(s.Files[0].Size), benchfmt.FmtSeconds(g.Times[0]), benchfmt.FmtRate(benchfmt.MBs(s.Files[0].Size, g.Times[0])), "")
 		}
 	}
 	if rr := r.Random; rr != nil && rr.Err == "" {
-		t.add(fmt.Sprintf("the %s object of the random-read test", sizeName(rr.Size)), commas(rr.Size), fmtSeconds(rr.PutTime), fmtRate(mbs(rr.Size, rr.PutTime)), cpuCell(rr.PutCPU, rr.PutTime))
+		t.Add(fmt.Sprintf("the %s object of the random-read test", benchfmt.SizeName(rr.Size)), benchfmt.Commas(rr.Size), benchfmt.FmtSeconds(rr.PutTime), benchfmt.FmtRate(benchfmt.MBs(rr.Size, rr.PutTime)), cpuCell(rr.PutCPU, rr.PutTime))
 	}
-	t.markdown(w)
+	t.Markdown(w)
 	p("\nCPU time is this process's user plus system time over the same interval (badger's background work included); with %d cores, \"cores busy\" near %d means the put was CPU-bound and had the machine to itself, well below it means it waited (on syncs, on the pipeline, or on other processes).\n", r.Machine.Cores, r.Machine.Cores)
 	p("\n### Get (whole object, `Object.WriteTo` to a discarding writer)\n\n")
 	p("Median of %d timed reads. *Hot*: the store stays open and the object was read once before, so its chunks sit decoded in the chunk cache (this measures the cache and the copy, not decoding). ", r.Config.Runs)
 	p("*Cold*: the store is closed and reopened before each timed read (the reopen is not timed, `OpenObject` is), so every chunk and every delta base is read and decoded; the store's files are in the page cache.\n\n")
-	gt := &table{head: []string{"object", "store", "put: chunks / new / deltas", "chunk cache", "bytes", "median", "MB/s", "runs (min – max MB/s)"}, align: "llrlrrrr"}
+	gt := &benchfmt.Table{Head: []string{"object", "store", "put: chunks / new / deltas", "chunk cache", "bytes", "median", "MB/s", "runs (min – max MB/s)"}, Align: "llrlrrrr"}
 	for _, g := range r.Gets {
 		if g.Err != "" {
-			gt.add(g.Object, g.Store, "", cacheWord(g.Cold), "", "", "not measured: "+g.Err, "")
+			gt.Add(g.Object, g.Store, "", cacheWord(g.Cold), "", "", "not measured: "+g.Err, "")
 			continue
 		}
 		lo, hi := g.Runs[0], g.Runs[0]
@@ -307,10 +288,10 @@ func (r *Report) writeSpeed(w io.Writer) {
 			lo, hi = min(lo, d), max(hi, d)
 		}
 		what := g.Object + " (" + g.Label + ")"
-		gt.add(what, g.Store, fmt.Sprintf("%d / %d / %d", g.Put.Chunks, g.Put.New, g.Put.Deltas), strings.TrimSuffix(cacheWord(g.Cold), " chunk cache"),
-			commas(g.Size), fmtDur(g.Median), "**"+fmtRate(g.MBs())+"**", fmt.Sprintf("%s – %s", fmtRate(mbs(g.Size, hi)), fmtRate(mbs(g.Size, lo))))
+		gt.Add(what, g.Store, fmt.Sprintf("%d / %d / %d", g.Put.Chunks, g.Put.New, g.Put.Deltas), strings.TrimSuffix(cacheWord(g.Cold), " chunk cache"),
+			benchfmt.Commas(g.Size), fmtDur(g.Median), "**"+benchfmt.FmtRate(g.MBs())+"**", fmt.Sprintf("%s – %s", benchfmt.FmtRate(benchfmt.MBs(g.Size, hi)), benchfmt.FmtRate(benchfmt.MBs(g.Size, lo))))
 	}
-	gt.markdown(w)
+	gt.Markdown(w)
 	p("\n")
 
 	rr := r.Random
@@ -323,85 +304,14 @@ func (r *Report) writeSpeed(w io.Writer) {
 		return
 	}
 	p("A %s-byte object (%s) built from the corpus: round after round of every corpus file (%s bytes a round), concatenated in a different seeded order each round, with %d bytes XORed with a nonzero value at pseudo-random places in every %s block (seed %d), so most chunks differ from every earlier round and the store must delta-code or store them. ",
-		commas(rr.Size), sizeName(rr.Size), commas(rr.Round), FlipsPerBlock, sizeName(FlipBlock), rr.Seed)
-	p("Its put: %d chunks, %d new, %d deltas, %s bytes of new frames (%s of the object), %s dedup hits.\n\n", rr.Put.Chunks, rr.Put.New, rr.Put.Deltas, commas(rr.Put.Stored), pct(rr.Put.Stored, rr.Size), commas(rr.Put.Duplicate))
+		benchfmt.Commas(rr.Size), benchfmt.SizeName(rr.Size), benchfmt.Commas(rr.Round), FlipsPerBlock, benchfmt.SizeName(FlipBlock), rr.Seed)
+	p("Its put: %d chunks, %d new, %d deltas, %s bytes of new frames (%s of the object), %s dedup hits.\n\n", rr.Put.Chunks, rr.Put.New, rr.Put.Deltas, benchfmt.Commas(rr.Put.Stored), benchfmt.Pct(rr.Put.Stored, rr.Size), benchfmt.Commas(rr.Put.Duplicate))
 	p("Then the store was closed and %s; reopening it took %s (with `OpenObject`). %d `ReadAt` calls of %s followed at uniformly random offsets, one after another, each timed alone, starting with an empty chunk cache. Every read was checked against the generator afterwards.\n\n",
-		rr.DropNote, fmtDur(rr.OpenTime), rr.Reads, sizeName(int64(rr.ReadSize)))
-	lt := &table{head: []string{"p50", "p90", "p99", "max", "mean"}, align: "rrrrr"}
-	lt.add(fmtDur(rr.Quantile(0.5)), fmtDur(rr.Quantile(0.9)), "**"+fmtDur(rr.Quantile(0.99))+"**", fmtDur(rr.Quantile(1)), fmtDur(rr.Mean()))
-	lt.markdown(w)
+		rr.DropNote, fmtDur(rr.OpenTime), rr.Reads, benchfmt.SizeName(int64(rr.ReadSize)))
+	lt := &benchfmt.Table{Head: []string{"p50", "p90", "p99", "max", "mean"}, Align: "rrrrr"}
+	lt.Add(fmtDur(rr.Quantile(0.5)), fmtDur(rr.Quantile(0.9)), "**"+fmtDur(rr.Quantile(0.99))+"**", fmtDur(rr.Quantile(1)), fmtDur(rr.Mean()))
+	lt.Markdown(w)
 	p("\n")
-}
-
-// table renders a markdown table.
-type table struct {
-	head  []string
-	align string // one of l, r per column
-	rows  [][]string
-}
-
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
-
-func (t *table) markdown(w io.Writer) {
-	fmt.Fprintf(w, "| %s |\n", strings.Join(t.head, " | "))
-	seps := make([]string, len(t.head))
-	for i := range seps {
-		seps[i] = "---"
-		if i < len(t.align) && t.align[i] == 'r' {
-			seps[i] = "---:"
-		}
-	}
-	fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
-	for _, r := range t.rows {
-		cells := make([]string, len(t.head))
-		copy(cells, r)
-		for i, c := range cells {
-			cells[i] = strings.ReplaceAll(c, "|", `\|`)
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
-	}
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-// commas writes n with thousands separators: 1234567 → "1,234,567".
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// pct is a as a percentage of b, two decimals.
-func pct(a, b int64) string {
-	if b == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f%%", 100*float64(a)/float64(b))
 }
 
 func ratio(a, b int64) float64 {
@@ -409,17 +319,6 @@ func ratio(a, b int64) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
-}
-
-// fmtRate writes MB/s, switching to GB/s from 1000 MB/s.
-func fmtRate(v float64) string {
-	switch {
-	case v >= 1000:
-		return fmt.Sprintf("%.2f GB/s", v/1000)
-	case v >= 100:
-		return fmt.Sprintf("%.0f MB/s", v)
-	}
-	return fmt.Sprintf("%.1f MB/s", v)
 }
 
 // fmtDur writes a latency in ms or µs with three significant digits.
@@ -440,29 +339,6 @@ func sigDecimals(v float64) int {
 		return 1
 	}
 	return 2
-}
-
-func fmtSeconds(d time.Duration) string {
-	if d <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f s", d.Seconds())
-}
-
-// sizeName writes a power-of-two size briefly: 65536 → "64 KiB".
-func sizeName(n int64) string {
-	for _, u := range []struct {
-		shift uint
-		name  string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
-		}
-	}
-	if n >= 1<<20 {
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // cpuCell writes CPU time and how many cores it kept busy over wall.

@@ -2,8 +2,8 @@ package storebench
 
 import (
 	"fmt"
+	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -39,14 +39,7 @@ type Group struct {
 }
 
 // PutMBs is the put throughput in MB/s (10^6 bytes).
-func (c *CorpusRun) PutMBs() float64 { return mbs(c.Usage.Logical, c.PutTime) }
-
-func mbs(n int64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds() / 1e6
-}
+func (c *CorpusRun) PutMBs() float64 { return benchfmt.MBs(c.Usage.Logical, c.PutTime) }
 
 // corpus puts every regular file of the corpus into a fresh default-tier
 // store, timing the puts from the first to the last; the files are read
@@ -154,7 +147,7 @@ type GetRun struct {
 }
 
 // MBs is the median read throughput in MB/s.
-func (g *GetRun) MBs() float64 { return mbs(g.Size, g.Median) }
+func (g *GetRun) MBs() float64 { return benchfmt.MBs(g.Size, g.Median) }
 
 // get times reading an object whole with WriteTo. Hot: the store stays
 // open and the object was read once before, so its chunks sit decoded in
@@ -212,7 +205,7 @@ func (b *bench) get(g GetRun, dir string, want []byte) GetRun {
 			g.Runs = append(g.Runs, d)
 		}
 	}
-	g.Median = median(g.Runs)
+	g.Median = benchfmt.Median(g.Runs)
 	return g
 }
 
@@ -235,7 +228,7 @@ type RandomRun struct {
 }
 
 // Quantile is the q-quantile of the latencies (nearest rank).
-func (r *RandomRun) Quantile(q float64) time.Duration { return quantile(r.Latencies, q) }
+func (r *RandomRun) Quantile(q float64) time.Duration { return benchfmt.Quantile(r.Latencies, q) }
 
 // Mean is the mean latency.
 func (r *RandomRun) Mean() time.Duration {
@@ -335,21 +328,4 @@ func (b *bench) random(contents [][]byte) *RandomRun {
 	slices.Sort(lat)
 	r.Latencies = lat
 	return r
-}
-
-// quantile returns the q-quantile of sorted durations by nearest rank: the
-// smallest value with at least q of the values at or below it.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	k := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(k, 0), len(sorted)-1)]
-}
-
-// median of unsorted durations (the lower middle for an even count).
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return quantile(s, 0.5)
 }

@@ -103,11 +103,11 @@ func Run(cfg Config) (rep *Report, err error) {
 		defer os.RemoveAll(cfg.Work)
 	}
 	b := &bench{cfg: cfg, threads: runtime.GOMAXPROCS(0)}
-	rep = &Report{Config: cfg, Machine: machineInfo(), Started: time.Now(), Threads: b.threads, Build: buildRevision()}
+	rep = &Report{Config: cfg, Machine: machineInfo(), Started: time.Now(), Threads: b.threads, Build: machine.Revision()}
 	rep.Tools = []Tool{
-		{"restic", toolVersion("restic", "version")},
-		{"borg", toolVersion("borg", "--version")},
-		{"zstd", toolVersion("zstd", "--version")},
+		{"restic", machine.ToolVersion("restic", "version")},
+		{"borg", machine.ToolVersion("borg", "--version")},
+		{"zstd", machine.ToolVersion("zstd", "--version")},
 	}
 
 	if rep.Series, err = b.series(); err != nil {

@@ -2,6 +2,7 @@ package storebench
 
 import (
 	"bytes"
+	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -23,36 +24,36 @@ func TestQuantile(t *testing.T) {
 		q    float64
 		want time.Duration
 	}{{0.5, 150 * time.Millisecond}, {0.99, 297 * time.Millisecond}, {1, 300 * time.Millisecond}, {0, time.Millisecond}} {
-		if got := quantile(ds, c.q); got != c.want {
-			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
+		if got := benchfmt.Quantile(ds, c.q); got != c.want {
+			t.Errorf("benchfmt.Quantile(%v) = %v, want %v", c.q, got, c.want)
 		}
 	}
-	if quantile(nil, 0.5) != 0 {
+	if benchfmt.Quantile(nil, 0.5) != 0 {
 		t.Error("quantile of nothing should be 0")
 	}
-	if got := median([]time.Duration{5, 1, 3, 2, 4}); got != 3 {
+	if got := benchfmt.Median([]time.Duration{5, 1, 3, 2, 4}); got != 3 {
 		t.Errorf("median = %v, want 3", got)
 	}
-	if got := median([]time.Duration{4, 1, 3, 2}); got != 2 {
+	if got := benchfmt.Median([]time.Duration{4, 1, 3, 2}); got != 2 {
 		t.Errorf("median of an even count = %v, want the lower middle 2", got)
 	}
 }
 
 func TestFormatting(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
-		if got := commas(n); got != want {
-			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		if got := benchfmt.Commas(n); got != want {
+			t.Errorf("benchfmt.Commas(%d) = %q, want %q", n, got, want)
 		}
 	}
-	if got := pct(1, 8); got != "12.50%" {
+	if got := benchfmt.Pct(1, 8); got != "12.50%" {
 		t.Errorf("pct = %q", got)
 	}
-	if got := pct(1, 0); got != "-" {
+	if got := benchfmt.Pct(1, 0); got != "-" {
 		t.Errorf("pct of 0 = %q", got)
 	}
 	for v, want := range map[float64]string{1234: "1.23 GB/s", 512.4: "512 MB/s", 18.04: "18.0 MB/s"} {
-		if got := fmtRate(v); got != want {
-			t.Errorf("fmtRate(%v) = %q, want %q", v, got, want)
+		if got := benchfmt.FmtRate(v); got != want {
+			t.Errorf("benchfmt.FmtRate(%v) = %q, want %q", v, got, want)
 		}
 	}
 	for d, want := range map[time.Duration]string{1500 * time.Microsecond: "1.50 ms", 250 * time.Microsecond: "250 µs", 12345 * time.Microsecond: "12.3 ms"} {
@@ -61,8 +62,8 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 	for n, want := range map[int64]string{1 << 30: "1 GiB", 64 << 10: "64 KiB", 3 << 20: "3 MiB", 100: "100 bytes", 1<<20 + 1: "1.0 MiB"} {
-		if got := sizeName(n); got != want {
-			t.Errorf("sizeName(%d) = %q, want %q", n, got, want)
+		if got := benchfmt.SizeName(n); got != want {
+			t.Errorf("benchfmt.SizeName(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
