@@ -4,12 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/glyd/glyd/chunkstore"
+	"github.com/glyd/glyd/internal/mountinfo"
 )
 
 // testMount is one real FUSE mount of a fresh (or given) store.
@@ -93,17 +93,5 @@ func (m *testMount) remount() *testMount {
 
 func (m *testMount) path(p string) string { return filepath.Join(m.dir, p) }
 
-// mounted reports whether dir is a mount point (from /proc/self/mountinfo).
-func mounted(dir string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && f[4] == dir {
-			return true
-		}
-	}
-	return false
-}
+// mounted reports whether dir is a mount point.
+func mounted(dir string) bool { return mountinfo.Mounted(dir) }

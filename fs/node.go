@@ -892,27 +892,16 @@ func (n *node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 // writes, and committing there would keep an empty version of every file
 // it rewrites.
 func (n *node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
-	if n.readOnly() {
-		return 0
-	}
-	f := n.fsys
-	in, err := f.getInode(n.ino)
-	if err != nil {
-		return f.errno(err, n.what())
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c == nil || !in.c.wrote {
-		return 0
-	}
-	return f.errno(f.commit(in, false), n.what())
+	return n.commit(false, true)
 }
 
 func (n *node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
-	return n.sync(true)
+	return n.commit(true, false)
 }
 
-func (n *node) sync(durable bool) syscall.Errno {
+// commit commits the file's staged changes (durably for fsync); with
+// onlyWritten, only when bytes were written, not for a size change alone.
+func (n *node) commit(durable, onlyWritten bool) syscall.Errno {
 	if n.readOnly() {
 		return 0
 	}
@@ -923,6 +912,9 @@ func (n *node) sync(durable bool) syscall.Errno {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if onlyWritten && (in.c == nil || !in.c.wrote) {
+		return 0
+	}
 	return f.errno(f.commit(in, durable), n.what())
 }
 
@@ -1050,10 +1042,16 @@ func (n *node) Getxattr(ctx context.Context, name string, dest []byte) (uint32, 
 			return 0, n.fsys.errno(err, n.what())
 		}
 	}
-	if len(dest) == 0 {
+	return xattrReply(dest, val)
+}
+
+// xattrReply answers getxattr/listxattr as the syscalls do: the size when
+// dest is empty, ERANGE (with the size) when it is too small.
+func xattrReply(dest, val []byte) (uint32, syscall.Errno) {
+	switch {
+	case len(dest) == 0:
 		return uint32(len(val)), 0
-	}
-	if len(dest) < len(val) {
+	case len(dest) < len(val):
 		return uint32(len(val)), syscall.ERANGE
 	}
 	return uint32(copy(dest, val)), 0
@@ -1145,13 +1143,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	if err != nil {
 		return 0, n.fsys.errno(err, n.what())
 	}
-	if len(dest) == 0 {
-		return uint32(len(list)), 0
-	}
-	if len(dest) < len(list) {
-		return uint32(len(list)), syscall.ERANGE
-	}
-	return uint32(copy(dest, list)), 0
+	return xattrReply(dest, list)
 }
 
 var _ = time.Now

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/glyd/glyd/internal/mountinfo"
 )
 
 // runGlydfs runs glydfs to completion (for runs that must fail before
@@ -1712,41 +1714,14 @@ func (ft *fuseTest) storeDir() string { return filepath.Join(ft.t.TempDir(), "st
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct{ dir, fstype, source, opts string }
 
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 func mountTable() []mountEntry {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
 	var out []mountEntry
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 6 || len(g) < 2 {
-			continue
+	for _, e := range mountinfo.Read() {
+		opts := e.Options
+		if e.Super != "" {
+			opts += "," + e.Super
 		}
-		e := mountEntry{dir: unescapeMount(f[4]), fstype: g[0], source: unescapeMount(g[1]), opts: f[5]}
-		if len(g) > 2 {
-			e.opts += "," + g[2]
-		}
-		out = append(out, e)
+		out = append(out, mountEntry{dir: e.Point, fstype: e.FSType, source: e.Source, opts: opts})
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	glydfs "github.com/glyd/glyd/fs"
+	"github.com/glyd/glyd/internal/mountinfo"
 )
 
 // The filesystem commands work through a mounted glydfs (which holds its
@@ -32,18 +33,9 @@ func mountOf(path string) (mnt, rel string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 1 || g[0] != "fuse.glydfs" {
-			continue
-		}
-		m := unescapeMount(f[4])
-		if (abs == m || strings.HasPrefix(abs, m+"/") || m == "/") && len(m) > len(mnt) {
+	for _, e := range mountinfo.Read() {
+		m := e.Point
+		if e.FSType == "fuse.glydfs" && (abs == m || strings.HasPrefix(abs, m+"/") || m == "/") && len(m) > len(mnt) {
 			mnt = m
 		}
 	}
@@ -52,22 +44,6 @@ func mountOf(path string) (mnt, rel string, err error) {
 	}
 	rel, _ = filepath.Rel(mnt, abs)
 	return mnt, rel, nil
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 type versionsCmd struct {

@@ -2,11 +2,12 @@ package fsbench
 
 import (
 	"fmt"
-	"github.com/glyd/glyd/internal/benchfmt"
 	"math"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/glyd/glyd/internal/benchfmt"
 )
 
 // times writes a ratio as "1.23×", or "-" when it is not defined.

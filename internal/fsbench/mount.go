@@ -1,17 +1,16 @@
 package fsbench
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/glyd/glyd/internal/mountinfo"
 )
 
 // How long a mount may take to appear, and an unmounted filesystem's
@@ -221,68 +220,10 @@ func logTail(path string) string {
 	return strings.ReplaceAll(s, "\n", " / ")
 }
 
-// mountEntry is one line of /proc/self/mountinfo.
-type mountEntry struct {
-	Point  string // mount point, unescaped
-	FSType string
-	Source string
-}
+// mountEntry is one mount (internal/mountinfo).
+type mountEntry = mountinfo.Entry
 
-func readMounts() []mountEntry {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	return parseMountinfo(f)
-}
-
-// parseMountinfo reads the mount point (field 5), file system type and
-// source (the two fields after the " - " separator) of each line.
-func parseMountinfo(r io.Reader) []mountEntry {
-	var out []mountEntry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 5 {
-			continue
-		}
-		e := mountEntry{Point: unescapeMount(f[4])}
-		for i := 5; i < len(f); i++ {
-			if f[i] == "-" {
-				if i+1 < len(f) {
-					e.FSType = f[i+1]
-				}
-				if i+2 < len(f) {
-					e.Source = unescapeMount(f[i+2])
-				}
-				break
-			}
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// unescapeMount undoes the kernel's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func readMounts() []mountEntry { return mountinfo.Read() }
 
 // mounted says whether something is mounted on dir.
 func mounted(dir string) bool {

@@ -2,13 +2,14 @@ package fsbench
 
 import (
 	"fmt"
-	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/glyd/glyd/internal/benchfmt"
 )
 
 // Goals glydfs is measured against.

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/glyd/glyd/chunkstore"
+	"github.com/glyd/glyd/internal/benchfmt"
 )
 
 // Targets of the read tests.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/glyd/glyd/chunkstore"
 	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/internal/benchfmt"
 )
 
 // Stats is the JSON glydfs reports in the mount root's user.glyd.stats.

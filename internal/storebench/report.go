@@ -2,11 +2,12 @@ package storebench
 
 import (
 	"fmt"
-	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/glyd/glyd/internal/benchfmt"
 )
 
 // Goals the store is measured against.

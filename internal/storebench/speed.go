@@ -2,7 +2,6 @@ package storebench
 
 import (
 	"fmt"
-	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/glyd/glyd/chunkstore"
 	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/internal/benchfmt"
 )
 
 // CorpusRun is the whole corpus put into one fresh store.

@@ -2,7 +2,6 @@ package storebench
 
 import (
 	"bytes"
-	"github.com/glyd/glyd/internal/benchfmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/glyd/glyd/chunkstore"
+	"github.com/glyd/glyd/internal/benchfmt"
 )
 
 func TestQuantile(t *testing.T) {
