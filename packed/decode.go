@@ -22,7 +22,9 @@ const maxDirectory = 64 << 20
 // section decoded as far as the header, everything else decoded on demand.
 // It is safe for concurrent use.
 type File struct {
-	b        []byte
+	b        []byte      // the packed file, when held in memory
+	r        io.ReaderAt // the packed file, when read on demand (OpenReaderAt)
+	size     int64       // the packed file's length
 	hdr      fileHeader
 	dir      *directory
 	header   []byte // the safetensors header, rebuilt
@@ -69,41 +71,92 @@ func OpenInfo(b []byte) (*File, error) {
 	return open(b, nil, true)
 }
 
-func open(b []byte, base []byte, noBase bool) (*File, error) {
-	h, err := parseFileHeader(b)
-	if err != nil {
+// OpenReaderAt opens a packed file of size bytes read through r (a file,
+// a store object) without holding it in memory: it reads the header and
+// the meta section's directory and header frames, and later reads only
+// the bytes of the groups (and meta frames) a read needs. Files coded
+// against a base need Open.
+func OpenReaderAt(r io.ReaderAt, size int64) (*File, error) {
+	f := &File{r: r, size: size, frameCache: map[int][]byte{}}
+	if err := f.init(nil, false); err != nil {
 		return nil, err
 	}
-	if h.metaLen > uint64(len(b)) || h.payloadStart()+h.payLen != uint64(len(b)) || h.payLen > uint64(len(b)) {
-		return nil, formatErrorf("file of %d bytes, header says %d (meta %d, payload %d): truncated or damaged",
-			len(b), h.payloadStart()+h.payLen, h.metaLen, h.payLen)
+	return f, nil
+}
+
+func open(b []byte, base []byte, noBase bool) (*File, error) {
+	f := &File{b: b, size: int64(len(b)), frameCache: map[int][]byte{}, noBase: noBase}
+	if err := f.init(base, noBase); err != nil {
+		return nil, err
 	}
-	for _, c := range b[HeaderSize+h.metaLen : h.payloadStart()] {
+	return f, nil
+}
+
+// bytesAt returns n bytes of the packed file at off: part of it when it is
+// held in memory, a fresh copy read through r otherwise.
+func (f *File) bytesAt(off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 || off > f.size || n > f.size-off {
+		return nil, formatErrorf("range %d+%d outside the %d-byte file", off, n, f.size)
+	}
+	if f.r == nil {
+		return f.b[off : off+n], nil
+	}
+	buf := make([]byte, n)
+	if k, err := f.r.ReadAt(buf, off); k != len(buf) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("packed: reading %d bytes at %d: %w", n, off, err)
+	}
+	return buf, nil
+}
+
+func (f *File) init(base []byte, noBase bool) error {
+	hb, err := f.bytesAt(0, min(f.size, HeaderSize))
+	if err != nil {
+		return err
+	}
+	h, err := parseFileHeader(hb)
+	if err != nil {
+		return err
+	}
+	size := uint64(f.size)
+	if h.metaLen > size || h.payloadStart()+h.payLen != size || h.payLen > size {
+		return formatErrorf("file of %d bytes, header says %d (meta %d, payload %d): truncated or damaged",
+			size, h.payloadStart()+h.payLen, h.metaLen, h.payLen)
+	}
+	pad, err := f.bytesAt(int64(HeaderSize+h.metaLen), int64(h.payloadStart()-HeaderSize-h.metaLen))
+	if err != nil {
+		return err
+	}
+	for _, c := range pad {
 		if c != 0 {
-			return nil, formatErrorf("padding before the payload is not zero")
+			return formatErrorf("padding before the payload is not zero")
 		}
 	}
-	f := &File{b: b, hdr: h, payload: b[h.payloadStart():], frameCache: map[int][]byte{}, noBase: noBase}
+	f.hdr = h
+	if f.r == nil {
+		f.payload = f.b[h.payloadStart():]
+	} else if h.flags&flagBase != 0 {
+		return errors.New("packed: the file was coded against a base file: it opens only in memory, with its base")
+	}
 	if h.flags&flagBase != 0 && !noBase {
 		if base == nil {
-			return nil, ErrNeedBase
+			return ErrNeedBase
 		}
 		if checksum(base) != h.baseTag {
-			return nil, ErrWrongBase
+			return ErrWrongBase
 		}
 		bst, err := safetensors.Parse(base)
 		if err != nil {
-			return nil, fmt.Errorf("base: %w", err)
+			return fmt.Errorf("base: %w", err)
 		}
 		f.baseData = base[bst.DataStart:]
 	}
 	if err := f.indexFrames(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := f.readDirectory(); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return f.readDirectory()
 }
 
 // ErrNeedBase and ErrWrongBase refuse a file coded against a base file
@@ -115,23 +168,31 @@ var (
 
 // indexFrames walks the meta section's chunk frames by their headers.
 func (f *File) indexFrames() error {
-	meta := f.b[HeaderSize : HeaderSize+f.hdr.metaLen]
+	metaLen := int64(f.hdr.metaLen)
 	var raw int64
-	for pos := 0; pos < len(meta); {
-		if len(meta)-pos < 16 {
+	for pos := int64(0); pos < metaLen; {
+		if metaLen-pos < 16 {
 			return formatErrorf("meta section: truncated frame header at byte %d", pos)
 		}
-		n := 16 + int64(binary.LittleEndian.Uint32(meta[pos+8:]))
-		if n > int64(len(meta)-pos) {
+		fh, err := f.bytesAt(HeaderSize+pos, 16)
+		if err != nil {
+			return err
+		}
+		n := 16 + int64(binary.LittleEndian.Uint32(fh[8:]))
+		if n > metaLen-pos {
 			return formatErrorf("meta section: frame at byte %d runs past the section", pos)
 		}
-		info, err := codec.InspectChunk(meta[pos : pos+int(n)])
+		frame, err := f.bytesAt(HeaderSize+pos, n)
+		if err != nil {
+			return err
+		}
+		info, err := codec.InspectChunk(frame)
 		if err != nil {
 			return formatErrorf("meta section: frame at byte %d: %v", pos, err)
 		}
-		f.frames = append(f.frames, metaFrame{off: HeaderSize + pos, n: int(n), raw: raw, rawLen: info.RawLen})
+		f.frames = append(f.frames, metaFrame{off: HeaderSize + int(pos), n: int(n), raw: raw, rawLen: info.RawLen})
 		raw += int64(info.RawLen)
-		pos += int(n)
+		pos += n
 	}
 	f.metaLen = raw
 	return nil
@@ -145,7 +206,11 @@ func (f *File) frame(i int) ([]byte, error) {
 		return b, nil
 	}
 	fr := f.frames[i]
-	b, err := codec.DecodeChunk(f.b[fr.off:fr.off+fr.n], nil)
+	frame, err := f.bytesAt(int64(fr.off), int64(fr.n))
+	if err != nil {
+		return nil, err
+	}
+	b, err := codec.DecodeChunk(frame, nil)
 	if err != nil {
 		return nil, formatErrorf("meta section: %v", err)
 	}
@@ -272,7 +337,11 @@ func (f *File) decoder(i int) (*tensor.Decoder, error) {
 		return d, nil
 	}
 	s := &f.dir.spans[i]
-	d, err := tensor.NewDecoder(s.code, int(s.length)/s.code.Kind.WordSize(), int(f.hdr.groupLog2), f.payload[s.payOff:s.payOff+s.payLen])
+	pay, err := f.spanPayload(s)
+	if err != nil {
+		return nil, err
+	}
+	d, err := tensor.NewDecoder(s.code, int(s.length)/s.code.Kind.WordSize(), int(f.hdr.groupLog2), pay)
 	if err != nil {
 		return nil, fmt.Errorf("span %d: %w", i, err)
 	}
@@ -388,6 +457,9 @@ func (f *File) run(t task, dst []byte) error {
 // threads goroutines. With release set, each span's decoder is dropped once
 // its last task is done (a pass over the whole file needs each only once).
 func (f *File) decodeData(dst []byte, lo, hi int64, threads int, release bool) error {
+	if f.r != nil {
+		return f.decodeDataAt(dst, lo, hi, threads)
+	}
 	ts, err := f.tasks(lo, hi)
 	if err != nil {
 		return err
@@ -409,24 +481,31 @@ func (f *File) decodeData(dst []byte, lo, hi int64, threads int, release bool) e
 				}
 			}()
 		}
-		if t.off >= lo && t.off+t.n <= hi {
-			return f.run(t, dst[t.off-lo:t.off-lo+t.n])
-		}
-		// A group pair straddling the range: decode it aside.
-		bp, _ := scratch.Get().(*[]byte)
-		if bp == nil || int64(cap(*bp)) < t.n {
-			b := make([]byte, t.n)
-			bp = &b
-		}
-		defer scratch.Put(bp)
-		buf := (*bp)[:t.n]
-		if err := f.run(t, buf); err != nil {
-			return err
-		}
-		a, b := max(lo, t.off), min(hi, t.off+t.n)
-		copy(dst[a-lo:b-lo], buf[a-t.off:b-t.off])
-		return nil
+		return place(dst, lo, hi, t.off, t.n, &scratch, func(b []byte) error { return f.run(t, b) })
 	})
+}
+
+// place has fill produce the data section's bytes [off, off+n) and puts
+// the part of them within [lo, hi) into dst (which holds [lo, hi)): fill
+// writes into dst directly when the piece lies wholly within it, into a
+// scratch buffer otherwise (a group pair straddling the range).
+func place(dst []byte, lo, hi, off, n int64, scratch *sync.Pool, fill func([]byte) error) error {
+	if off >= lo && off+n <= hi {
+		return fill(dst[off-lo : off-lo+n])
+	}
+	bp, _ := scratch.Get().(*[]byte)
+	if bp == nil || int64(cap(*bp)) < n {
+		b := make([]byte, n)
+		bp = &b
+	}
+	defer scratch.Put(bp)
+	buf := (*bp)[:n]
+	if err := fill(buf); err != nil {
+		return err
+	}
+	a, b := max(lo, off), min(hi, off+n)
+	copy(dst[a-lo:b-lo], buf[a-off:b-off])
+	return nil
 }
 
 func threadsOr(n int) int {

@@ -51,6 +51,16 @@ func FuzzDecode(f *testing.F) {
 		if _, err := safetensors.Parse(out); err != nil {
 			t.Fatalf("decoded to an invalid safetensors file: %v", err)
 		}
+		// Read on demand, it gives the same bytes.
+		if pf.hdr.flags&flagBase == 0 {
+			lf, err := OpenReaderAt(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatalf("opens in memory but not through a ReaderAt: %v", err)
+			}
+			if got, err := lf.Decode(2); err != nil || !bytes.Equal(got, out) {
+				t.Fatalf("through a ReaderAt: %v", err)
+			}
+		}
 		data := out[8+len(pf.header):]
 		for _, s := range pf.Spans() {
 			if !s.Coded {

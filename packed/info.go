@@ -55,7 +55,7 @@ func spanName(s *span) string {
 func (f *File) Stats() (*Stats, error) {
 	st := &Stats{
 		OriginalSize: f.Size(),
-		PackedSize:   int64(len(f.b)),
+		PackedSize:   f.size,
 		HeaderBytes:  f.dir.headerLen,
 		GroupSize:    1 << f.hdr.groupLog2,
 		BaseCoded:    f.hdr.flags&flagBase != 0,

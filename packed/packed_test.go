@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/glyd/glyd/safetensors"
@@ -153,7 +154,72 @@ func roundTrip(t *testing.T, file []byte, opts Options) []byte {
 	if err := Verify(p, opts.Base, 2); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
+	if opts.Base == nil {
+		checkReaderAt(t, p, file)
+	}
 	return p
+}
+
+// countingReader is a ReaderAt that counts the bytes read through it.
+type countingReader struct {
+	b    []byte
+	read atomic.Int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.read.Add(int64(len(p)))
+	return bytes.NewReader(c.b).ReadAt(p, off)
+}
+
+// checkReaderAt checks that packed file p, opened through a ReaderAt,
+// decodes to file whole and in random pieces.
+func checkReaderAt(t *testing.T, p, file []byte) {
+	t.Helper()
+	cr := &countingReader{b: p}
+	f, err := OpenReaderAt(cr, int64(len(p)))
+	if err != nil {
+		t.Fatalf("OpenReaderAt: %v", err)
+	}
+	got, err := f.Decode(2)
+	if err != nil || !bytes.Equal(got, file) {
+		t.Fatalf("OpenReaderAt: decoded bytes differ from the original (%v)", err)
+	}
+	r := rand.New(rand.NewPCG(uint64(len(p)), 2))
+	for range 100 {
+		off := r.Int64N(int64(len(file)) + 1)
+		buf := make([]byte, r.IntN(30000))
+		k, err := f.ReadAt(buf, off)
+		want := file[off:min(int64(len(file)), off+int64(len(buf)))]
+		if k != len(want) || !bytes.Equal(buf[:k], want) || (k < len(buf) && err != io.EOF) {
+			t.Fatalf("OpenReaderAt: ReadAt(%d, %d): %d, %v", len(buf), off, k, err)
+		}
+	}
+}
+
+// TestReaderAtReadsLittle: a small read of a large tensor through a
+// ReaderAt reads its groups, not the tensor's payload.
+func TestReaderAtReadsLittle(t *testing.T) {
+	file := synth(t, 9, nil, []synthTensor{{"big", safetensors.BF16, []int64{1 << 21}}})
+	p, err := Encode(file, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := &countingReader{b: p}
+	f, err := OpenReaderAt(cr, int64(len(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := cr.read.Load()
+	buf := make([]byte, 64<<10)
+	off := int64(len(file)) / 2
+	if _, err := f.ReadAt(buf, off); err != nil || !bytes.Equal(buf, file[off:off+int64(len(buf))]) {
+		t.Fatalf("ReadAt: %v", err)
+	}
+	read := cr.read.Load() - opened
+	t.Logf("open read %d bytes, a 64 KiB read %d bytes of a %d-byte packed file", opened, read, len(p))
+	if read > 3*int64(len(buf)) || opened > 64<<10 {
+		t.Errorf("open read %d bytes and a 64 KiB read %d: want only what they need", opened, read)
+	}
 }
 
 func TestRoundTripSynthetic(t *testing.T) {

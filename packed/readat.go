@@ -1,0 +1,165 @@
+package packed
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/glyd/glyd/tensor"
+)
+
+// A File opened with OpenReaderAt does not hold its payload: a read decodes
+// the groups it needs from a sub-payload assembled for them, laid out as a
+// span payload of its own (docs/tensors.md): the group end offsets
+// rebased to the first group's stream, the groups' CRCs, their raw bytes
+// and their streams, each read with one ReadAt. A read of a few MiB of a
+// large tensor reads a few MiB of the packed file, not the tensor's whole
+// payload.
+
+// spanPayload returns span s's whole payload.
+func (f *File) spanPayload(s *span) ([]byte, error) {
+	if f.r == nil {
+		return f.payload[s.payOff : s.payOff+s.payLen], nil
+	}
+	return f.bytesAt(int64(f.hdr.payloadStart())+s.payOff, s.payLen)
+}
+
+// subDecoder returns a decoder of span s's groups [g0, g1) alone (its
+// groups numbered from 0), reading only their bytes.
+func (f *File) subDecoder(s *span, g0, g1 int) (*tensor.Decoder, error) {
+	gl := int(f.hdr.groupLog2)
+	values := int(s.length) / s.code.Kind.WordSize()
+	ng := (values-1)>>gl + 1
+	if g0 < 0 || g1 > ng || g0 >= g1 {
+		return nil, formatErrorf("groups %d to %d of a %d-group span", g0, g1, ng)
+	}
+	rs := int64(s.code.Kind.RawSize())
+	fixed := 8*int64(ng) - 4 + int64(values)*rs
+	if fixed > s.payLen {
+		return nil, formatErrorf("span payload of %d bytes too short for %d values", s.payLen, values)
+	}
+	streamLen := s.payLen - fixed
+	base := int64(f.hdr.payloadStart()) + s.payOff
+	// Group ends g0-1 .. g1-1, of those the table holds (group ng-1's is
+	// the stream area's end).
+	e0, e1 := max(g0-1, 0), min(g1, ng-1)
+	var ends []byte
+	if e1 > e0 {
+		var err error
+		if ends, err = f.bytesAt(base+4*int64(e0), 4*int64(e1-e0)); err != nil {
+			return nil, err
+		}
+	}
+	end := func(g int) int64 {
+		if g == ng-1 {
+			return streamLen
+		}
+		return int64(binary.LittleEndian.Uint32(ends[4*(g-e0):]))
+	}
+	start := int64(0)
+	if g0 > 0 {
+		start = end(g0 - 1)
+	}
+	stop := end(g1 - 1)
+	if start > stop || stop > streamLen {
+		return nil, formatErrorf("group streams %d to %d outside the %d-byte stream area", start, stop, streamLen)
+	}
+	k := g1 - g0
+	first := g0 << gl
+	n := min(values, g1<<gl) - first
+	sub := make([]byte, 0, 8*int64(k)-4+int64(n)*rs+stop-start)
+	for g := g0; g < g1-1; g++ {
+		e := end(g) - start
+		if e < 0 {
+			return nil, formatErrorf("group %d ends before group %d starts", g, g0)
+		}
+		sub = binary.LittleEndian.AppendUint32(sub, uint32(e))
+	}
+	for _, r := range [][2]int64{
+		{base + 4*int64(ng-1) + 4*int64(g0), 4 * int64(k)},        // CRCs
+		{base + 8*int64(ng) - 4 + int64(first)*rs, int64(n) * rs}, // raw bytes
+		{base + fixed + start, stop - start},                      // streams
+	} {
+		b, err := f.bytesAt(r[0], r[1])
+		if err != nil {
+			return nil, err
+		}
+		sub = append(sub, b...)
+	}
+	return tensor.NewDecoder(s.code, n, gl, sub)
+}
+
+// decodeDataAt is decodeData for a File read through a ReaderAt: each
+// coded span's groups in [lo, hi) get one sub-payload, read at once.
+func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
+	type job struct {
+		span   int
+		d      *tensor.Decoder // coded spans: the groups read
+		g      int             // first group within d
+		pair   bool
+		off, n int64 // within the data section
+	}
+	var jobs []job
+	var decs []*tensor.Decoder
+	defer func() {
+		for _, d := range decs {
+			d.Release()
+		}
+	}()
+	gl := int(f.hdr.groupLog2)
+	for i := range f.dir.spans {
+		s := &f.dir.spans[i]
+		if s.begin+s.length <= lo || s.begin >= hi {
+			continue
+		}
+		if !s.coded() {
+			for off := max(lo, s.begin); off < min(hi, s.begin+s.length); off += 1 << 20 {
+				jobs = append(jobs, job{span: i, off: off, n: min(1<<20, min(hi, s.begin+s.length)-off)})
+			}
+			continue
+		}
+		if s.flags&spanXOR != 0 {
+			return ErrNeedBase
+		}
+		ws := int64(s.code.Kind.WordSize())
+		gb := ws << gl
+		g0 := int((max(lo, s.begin) - s.begin) / gb)
+		g1 := int((min(hi, s.begin+s.length) - s.begin + gb - 1) / gb)
+		d, err := f.subDecoder(s, g0, g1)
+		if err != nil {
+			return err
+		}
+		decs = append(decs, d)
+		for g := 0; g < g1-g0; g += 2 {
+			j := job{span: i, d: d, g: g, pair: g+1 < g1-g0, off: s.begin + int64(g0+g)*gb}
+			last := g + 1
+			if j.pair {
+				last = g + 2
+			}
+			_, n := d.Group(last - 1)
+			j.n = int64(last-1-g)*gb + int64(n)*ws
+			jobs = append(jobs, j)
+		}
+	}
+	var scratch sync.Pool
+	return parallel(len(jobs), threads, func(i int) error {
+		j := jobs[i]
+		return place(dst, lo, hi, j.off, j.n, &scratch, func(b []byte) error {
+			switch {
+			case j.d == nil:
+				return f.run(task{span: j.span, off: j.off, n: j.n}, b)
+			case j.pair:
+				return spanErr(j.span, j.d.DecodePair(b, j.g))
+			default:
+				return spanErr(j.span, j.d.DecodeGroup(b, j.g))
+			}
+		})
+	})
+}
+
+func spanErr(i int, err error) error {
+	if err != nil {
+		return fmt.Errorf("span %d: %w", i, err)
+	}
+	return nil
+}
