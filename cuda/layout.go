@@ -102,26 +102,29 @@ func FileLayout(path string) (*Layout, error) {
 const PackedSuffix = ".glyt"
 
 // Files lists what a load of path covers: path itself when it is a file.
-// For a directory: the shards its *.safetensors.index.json names, each as
-// SHARD.glyt where that exists and packed is set, else SHARD; without an
-// index, its *.safetensors files, each replaced by its .glyt twin where
-// that exists and packed is set, and (packed) any other packed files;
-// sorted.
+// For a directory: the shards its *.safetensors.index.json names, or
+// without an index its *.safetensors files and (packed) any other packed
+// files; sorted. With packed set each safetensors file is replaced by its
+// packed twin where there is one: SHARD.glyt beside it, or the packed form
+// a glydfs mount keeps of it (MountPacked).
 func Files(path string, packed bool) ([]string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
-	}
-	if !fi.IsDir() {
-		return []string{path}, nil
 	}
 	pick := func(name string) string {
 		if packed {
 			if fi, err := os.Stat(name + PackedSuffix); err == nil && fi.Mode().IsRegular() {
 				return name + PackedSuffix
 			}
+			if twin := MountPacked(name); twin != "" {
+				return twin
+			}
 		}
 		return name
+	}
+	if !fi.IsDir() {
+		return []string{pick(path)}, nil
 	}
 	idx, err := safetensors.FindIndex(path)
 	if err != nil {

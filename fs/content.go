@@ -28,8 +28,8 @@ type page struct {
 // zeros everywhere else up to size.
 type content struct {
 	fsys      *FS
-	base      *chunkstore.Object // nil: no committed content
-	baseValid int64              // base bytes beyond this were truncated away
+	base      body  // nil: no committed content
+	baseValid int64 // base bytes beyond this were truncated away
 	size      int64
 	pages     map[int64]*page
 	inMem     int64 // bytes of pages held in memory
@@ -39,7 +39,7 @@ type content struct {
 	wrote     bool // bytes written or zeroed, not only a size change
 }
 
-func newContent(fsys *FS, base *chunkstore.Object, size int64) *content {
+func newContent(fsys *FS, base body, size int64) *content {
 	valid := int64(0)
 	if base != nil {
 		valid = min(base.Size(), size)
@@ -297,7 +297,11 @@ func (c *content) plan() []span {
 		add(span{kind: spanHole, off: pos, len: hi - pos})
 	}
 	var pos int64
-	if c.base != nil {
+	if c.base != nil && c.base.Refs() == nil {
+		// Decoded bytes (a packed file): nothing to reuse.
+		add(span{kind: spanData, off: 0, len: c.baseValid})
+		pos = c.baseValid
+	} else if c.base != nil {
 		for _, r := range c.base.Refs() {
 			if pos >= c.baseValid {
 				break

@@ -9,6 +9,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -32,13 +33,21 @@ type Options struct {
 	Versions      int   // committed versions kept per file (0: all)
 	StagingMemory int64 // bytes of staged writes held in memory before spilling
 	ReadAhead     int64 // bytes decoded ahead of a sequential reader
-	Logger        *log.Logger
+	// NoPack stores safetensors files as bytes, not tensor by tensor.
+	NoPack bool
+	// PackLimit is the largest safetensors file stored packed (packing
+	// holds the file and its packed form in memory); 0: DefaultPackLimit.
+	PackLimit int64
+	Logger    *log.Logger
 }
 
 // DefaultOptions are what glydfs mounts with unless told otherwise.
 func DefaultOptions() Options {
 	return Options{Versions: 32, StagingMemory: 256 << 20, ReadAhead: 8 << 20}
 }
+
+// DefaultPackLimit is the largest safetensors file packed by default.
+const DefaultPackLimit = 8 << 30
 
 // FS is one mounted store.
 type FS struct {
@@ -55,6 +64,9 @@ type FS struct {
 	spillDir  string
 
 	snapMu sync.Mutex // snapshot create/remove
+
+	frozenMu sync.Mutex
+	frozen   map[string]body // snapshot versions being read
 
 	// dropped counts deletions (files, versions, snapshots) since the
 	// last GC: the background collector runs only when there are some.
@@ -82,10 +94,10 @@ type inode struct {
 	mu    sync.Mutex // attr and content
 	attr  attr
 	opens int
-	c     *content           // staged changes, nil when none
-	obj   *chunkstore.Object // the committed version, opened on first read
-	next  int64              // where a sequential reader reads next
-	ahead int64              // read-ahead issued up to here
+	c     *content // staged changes, nil when none
+	obj   body     // the committed version, opened on first read
+	next  int64    // where a sequential reader reads next
+	ahead int64    // read-ahead issued up to here
 }
 
 // New opens the filesystem held in store, creating its root on first use,
@@ -95,13 +107,16 @@ func New(store *chunkstore.Store, opts Options) (*FS, error) {
 	if opts.StagingMemory <= 0 {
 		opts.StagingMemory = d.StagingMemory
 	}
+	if opts.PackLimit <= 0 {
+		opts.PackLimit = DefaultPackLimit
+	}
 	if opts.ReadAhead < 0 {
 		opts.ReadAhead = 0
 	}
 	if opts.Logger == nil {
 		opts.Logger = log.New(os.Stderr, "glydfs: ", 0)
 	}
-	f := &FS{store: store, opts: opts, log: opts.Logger, inodes: map[uint64]*inode{},
+	f := &FS{store: store, opts: opts, log: opts.Logger, inodes: map[uint64]*inode{}, frozen: map[string]body{},
 		spillDir: filepath.Join(store.Dir(), "spill")}
 	err := store.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(keyMeta)
@@ -274,15 +289,26 @@ func (f *FS) commit(in *inode, durable bool) error {
 	if err != nil {
 		return err
 	}
-	alloc, err := c.commitTo(b)
+	a := in.attr
+	a.Ver++
+	a.Flags &^= flagPacked
+	var alloc int64
+	p, err := f.pack(c)
+	switch {
+	case err != nil:
+	case p != nil:
+		err = b.Write(bytes.NewReader(p))
+		alloc = c.size
+		a.Flags |= flagPacked
+	default:
+		alloc, err = c.commitTo(b)
+	}
 	if err != nil {
 		b.Abort()
 		return err
 	}
-	a := in.attr
-	a.Ver++
 	a.Size, a.Alloc = c.size, alloc
-	name := contentName(in.ino, a.Ver)
+	name := contentNameOf(in.ino, &a)
 	_, err = b.Commit(name, durable, func(txn *badger.Txn) error {
 		if in.attr.Nlink == 0 {
 			return nil // unlinked while open: nothing will read it again
@@ -295,7 +321,7 @@ func (f *FS) commit(in *inode, durable bool) error {
 	if err != nil {
 		return err
 	}
-	in.attr.Ver, in.attr.Alloc, in.attr.Size = a.Ver, a.Alloc, a.Size
+	in.attr.Ver, in.attr.Alloc, in.attr.Size, in.attr.Flags = a.Ver, a.Alloc, a.Size, a.Flags
 	c.release()
 	in.c = nil
 	in.obj = nil
@@ -308,8 +334,7 @@ func (f *FS) pruneVersions(txn *badger.Txn, ino, latest uint64) error {
 		return nil
 	}
 	for _, name := range chunkstore.ObjectNames(txn, contentPrefix(ino)) {
-		var v uint64
-		if _, err := fmt.Sscanf(name[len(contentPrefix(ino)):], "%x", &v); err == nil && v+uint64(f.opts.Versions) <= latest {
+		if v, _, ok := parseVersion(name[len(contentPrefix(ino)):]); ok && v+uint64(f.opts.Versions) <= latest {
 			if err := chunkstore.DeleteObject(txn, name); err != nil {
 				return err
 			}
@@ -320,12 +345,12 @@ func (f *FS) pruneVersions(txn *badger.Txn, ino, latest uint64) error {
 }
 
 // object returns the committed content of in (in.mu held), nil when empty.
-func (f *FS) object(in *inode) (*chunkstore.Object, error) {
+func (f *FS) object(in *inode) (body, error) {
 	if in.attr.Ver == 0 {
 		return nil, nil
 	}
 	if in.obj == nil {
-		o, err := f.store.OpenObject(contentName(in.ino, in.attr.Ver))
+		o, err := f.openBody(contentNameOf(in.ino, &in.attr))
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,7 +27,9 @@ import (
 // (Inode record times are varint seconds and uvarint nanoseconds.)
 //
 // File contents are chunk store objects named "\x01f/<ino>/<version>";
-// a snapshot's are "\x01s/<snap id>/<ino>".
+// a snapshot's are "\x01s/<snap id>/<ino>". A name ending in "p" holds a
+// safetensors file in glyd's packed form (package packed) rather than its
+// bytes; the inode record's flagPacked says the current version is one.
 
 const (
 	rootIno = 1
@@ -63,6 +67,24 @@ func contentName(ino, ver uint64) string {
 	return fmt.Sprintf("%sf/%016x/%016x", chunkstore.InternalPrefix, ino, ver)
 }
 
+// packedSuffix ends the name of an object that holds a packed safetensors
+// file.
+const packedSuffix = "p"
+
+// contentNameOf is the object holding the current version of a live file
+// whose record is a.
+func contentNameOf(ino uint64, a *attr) string {
+	return contentName(ino, a.Ver) + a.suffix()
+}
+
+// parseVersion reads the version number (and whether it is packed) from
+// what follows contentPrefix in an object name.
+func parseVersion(s string) (ver uint64, packed bool, ok bool) {
+	s, packed = strings.CutSuffix(s, packedSuffix)
+	v, err := strconv.ParseUint(s, 16, 64)
+	return v, packed, err == nil
+}
+
 func contentPrefix(ino uint64) string {
 	return fmt.Sprintf("%sf/%016x/", chunkstore.InternalPrefix, ino)
 }
@@ -83,10 +105,31 @@ type attr struct {
 	Ver                 uint64 // committed content version; 0: none (empty)
 	Alloc               int64  // bytes of the committed content that are not holes
 	Target              string // symlink target
+	Flags               uint64 // flagPacked
 }
 
+// Inode record flags.
+const (
+	flagPacked = 1 << 0 // the current version is stored packed (a safetensors file)
+)
+
+func (a *attr) packed() bool { return a.Flags&flagPacked != 0 }
+
+// suffix is what ends the name of the object holding a's content.
+func (a *attr) suffix() string {
+	if a.packed() {
+		return packedSuffix
+	}
+	return ""
+}
+
+// encode writes the record: version 1, or version 2 (version 1 and the
+// flags after the target) when there are flags.
 func (a *attr) encode() []byte {
 	b := []byte{1}
+	if a.Flags != 0 {
+		b[0] = 2
+	}
 	for _, v := range []uint64{uint64(a.Mode), uint64(a.Uid), uint64(a.Gid), uint64(a.Nlink), uint64(a.Rdev), uint64(a.Size)} {
 		b = binary.AppendUvarint(b, v)
 	}
@@ -98,6 +141,9 @@ func (a *attr) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(a.Alloc))
 	b = binary.AppendUvarint(b, uint64(len(a.Target)))
 	b = append(b, a.Target...)
+	if a.Flags != 0 {
+		b = binary.AppendUvarint(b, a.Flags)
+	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castag))
 }
 
@@ -108,7 +154,7 @@ func decodeAttr(b []byte) (attr, error) {
 	if len(b) < 5 || crc32.Checksum(b[:len(b)-4], castag) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return a, fmt.Errorf("%w: inode record checksum", errDamaged)
 	}
-	if b[0] != 1 {
+	if b[0] != 1 && b[0] != 2 {
 		return a, fmt.Errorf("%w: inode record version %d", errDamaged, b[0])
 	}
 	p := b[1 : len(b)-4]
@@ -140,11 +186,23 @@ func decodeAttr(b []byte) (attr, error) {
 		}
 		w[i], p = v, p[n:]
 	}
-	if w[2] != uint64(len(p)) || u[5] > 1<<62 || w[1] > 1<<62 {
+	if w[2] > uint64(len(p)) || u[5] > 1<<62 || w[1] > 1<<62 {
+		return a, fmt.Errorf("%w: inode record length", errDamaged)
+	}
+	target, p := p[:w[2]], p[w[2]:]
+	var flags uint64
+	if b[0] == 2 {
+		v, n := binary.Uvarint(p)
+		if n <= 0 || v == 0 {
+			return a, fmt.Errorf("%w: inode record flags", errDamaged)
+		}
+		flags, p = v, p[n:]
+	}
+	if len(p) != 0 {
 		return a, fmt.Errorf("%w: inode record length", errDamaged)
 	}
 	a = attr{Mode: uint32(u[0]), Uid: uint32(u[1]), Gid: uint32(u[2]), Nlink: uint32(u[3]), Rdev: uint32(u[4]),
-		Size: int64(u[5]), Atime: t[0], Mtime: t[1], Ctime: t[2], Ver: w[0], Alloc: int64(w[1]), Target: string(p)}
+		Size: int64(u[5]), Atime: t[0], Mtime: t[1], Ctime: t[2], Ver: w[0], Alloc: int64(w[1]), Target: string(target), Flags: flags}
 	return a, nil
 }
 

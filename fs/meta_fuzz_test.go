@@ -11,6 +11,8 @@ func FuzzDecodeAttr(f *testing.F) {
 	a := attr{Mode: 0o100644, Uid: 1000, Gid: 1000, Nlink: 1, Size: 12345,
 		Atime: stamp{-86400, 5}, Mtime: stamp{1 << 40, 999999999}, Ctime: stamp{1, 0}, Ver: 7, Alloc: 4096}
 	f.Add(a.encode())
+	a.Flags = flagPacked
+	f.Add(a.encode())
 	l := attr{Mode: 0o120777, Nlink: 1, Target: "../some/where"}
 	f.Add(l.encode())
 	f.Add(encodeDent(42, 0o40000))

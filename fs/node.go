@@ -849,7 +849,7 @@ func (n *node) readSnapshot(dest []byte, off int64) (fuse.ReadResult, syscall.Er
 	if a.Ver == 0 || off >= a.Size {
 		return fuse.ReadResultData(nil), 0
 	}
-	o, err := n.fsys.store.OpenObject(snapContentName(n.v.snap, n.ino))
+	o, err := n.fsys.frozenBody(snapContentName(n.v.snap, n.ino) + a.suffix())
 	if err != nil {
 		return nil, n.ioError(err, off)
 	}

@@ -23,6 +23,7 @@ import (
 // and `tar c` of the mount do not copy history) but lookups find:
 //
 //	.glyd/versions/<path>/<n>   version n of a file, read-only
+//	.glyd/packed/<path>         a safetensors file's packed form, read-only
 //	.snapshots/<name>/          a whole-tree snapshot, read-only;
 //	                            mkdir creates one, rmdir removes it
 const (
@@ -47,15 +48,22 @@ func (d *metaDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 }
 
 func (d *metaDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	return gofs.NewListDirStream(append(dots(d.EmbeddedInode()), fuse.DirEntry{Name: "versions", Mode: syscall.S_IFDIR})), 0
+	return gofs.NewListDirStream(append(dots(d.EmbeddedInode()),
+		fuse.DirEntry{Name: "versions", Mode: syscall.S_IFDIR}, fuse.DirEntry{Name: "packed", Mode: syscall.S_IFDIR})), 0
 }
 
 func (d *metaDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if name != "versions" {
+	var sub gofs.InodeEmbedder
+	switch name {
+	case "versions":
+		sub = &versionsDir{fsys: d.fsys, dir: rootIno}
+	case "packed":
+		sub = &packedDir{fsys: d.fsys, dir: rootIno}
+	default:
 		return nil, syscall.ENOENT
 	}
 	dirAttr(&out.Attr, 0o555)
-	return d.NewInode(ctx, &versionsDir{fsys: d.fsys, dir: rootIno}, gofs.StableAttr{Mode: syscall.S_IFDIR}), 0
+	return d.NewInode(ctx, sub, gofs.StableAttr{Mode: syscall.S_IFDIR}), 0
 }
 
 // versionsDir mirrors live directory dir: its subdirectories are
@@ -137,8 +145,8 @@ func (f *FS) versions(ino uint64) ([]Version, error) {
 	}
 	var out []Version
 	for _, name := range names {
-		n, err := strconv.ParseUint(name[len(contentPrefix(ino)):], 16, 64)
-		if err != nil {
+		n, _, ok := parseVersion(name[len(contentPrefix(ino)):])
+		if !ok {
 			continue
 		}
 		o, err := f.store.OpenObject(name)
@@ -173,7 +181,10 @@ func (d *versionList) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 	if err != nil || strconv.FormatUint(n, 10) != name {
 		return nil, syscall.ENOENT
 	}
-	o, err := d.fsys.store.OpenObject(contentName(d.ino, n))
+	o, err := d.fsys.openBody(contentName(d.ino, n))
+	if errors.Is(err, chunkstore.ErrNotFound) {
+		o, err = d.fsys.openBody(contentName(d.ino, n) + packedSuffix)
+	}
 	if errors.Is(err, chunkstore.ErrNotFound) {
 		return nil, syscall.ENOENT
 	}
@@ -188,7 +199,7 @@ func (d *versionList) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 // versionFile is one kept version: read-only bytes.
 type versionFile struct {
 	gofs.Inode
-	o *chunkstore.Object
+	o body
 }
 
 func (v *versionFile) fill(out *fuse.Attr) {
@@ -419,7 +430,7 @@ func (f *FS) CreateSnapshot(name string) error {
 				if err != nil {
 					return err
 				}
-				if err := chunkstore.CopyObject(txn, contentName(ino, a.Ver), snapContentName(id, ino)); err != nil {
+				if err := chunkstore.CopyObject(txn, contentNameOf(ino, &a), snapContentName(id, ino)+a.suffix()); err != nil {
 					return err
 				}
 			}
@@ -498,13 +509,13 @@ func (n *node) storedBytes() (string, error) {
 	if !isReg(a.Mode) || a.Ver == 0 {
 		return "0", nil
 	}
-	var o *chunkstore.Object
+	var o body
 	if in != nil {
 		in.mu.Lock()
 		o, err = n.fsys.object(in)
 		in.mu.Unlock()
 	} else {
-		o, err = n.fsys.store.OpenObject(snapContentName(n.v.snap, n.ino))
+		o, err = n.fsys.openBody(snapContentName(n.v.snap, n.ino) + a.suffix())
 	}
 	if err != nil || o == nil {
 		return "0", err

@@ -29,7 +29,7 @@ type cli struct {
 	Store      string        `arg:"" help:"Store directory (created when it does not exist or is empty)."`
 	Mountpoint string        `arg:"" help:"Directory to mount on."`
 	Foreground bool          `short:"f" help:"Stay in the foreground (default: detach once the mount is ready)."`
-	Options    []string      `short:"o" sep:"," help:"Mount options: ro, allow_other, versions=N, cache=SIZE, staging=SIZE, tier=default|max|cold."`
+	Options    []string      `short:"o" sep:"," help:"Mount options: ro, allow_other, versions=N, cache=SIZE, staging=SIZE, tier=default|max|cold, nopack (store safetensors files as bytes), packlimit=SIZE (largest safetensors file stored packed, default 8GiB)."`
 	Tier       string        `default:"default" enum:"default,max,cold" help:"Tier new chunks are coded with, for a new store (default, max, cold)."`
 	Cache      string        `default:"256MiB" help:"Memory for decoded chunks (read cache)."`
 	Staging    string        `default:"256MiB" help:"Memory for staged writes before they spill to disk."`
@@ -55,7 +55,16 @@ func main() {
 	}
 }
 
-func (c *cli) parseOptions() (ro, allowOther bool, tier codec.Tier, cache, staging, ahead int64, err error) {
+// mountOptions are the flags and -o options, parsed.
+type mountOptions struct {
+	ro, allowOther        bool
+	tier                  codec.Tier
+	cache, staging, ahead int64
+	noPack                bool
+	packLimit             int64
+}
+
+func (c *cli) parseOptions() (m mountOptions, err error) {
 	size := func(s string) (int64, error) {
 		n, err := humanize.ParseBytes(s)
 		if err != nil {
@@ -63,14 +72,14 @@ func (c *cli) parseOptions() (ro, allowOther bool, tier codec.Tier, cache, stagi
 		}
 		return int64(n), nil
 	}
-	if cache, err = size(c.Cache); err != nil {
-		return
+	if m.cache, err = size(c.Cache); err != nil {
+		return m, err
 	}
-	if staging, err = size(c.Staging); err != nil {
-		return
+	if m.staging, err = size(c.Staging); err != nil {
+		return m, err
 	}
-	if ahead, err = size(c.ReadAhead); err != nil {
-		return
+	if m.ahead, err = size(c.ReadAhead); err != nil {
+		return m, err
 	}
 	tierName := c.Tier
 	for _, o := range c.Options {
@@ -78,35 +87,38 @@ func (c *cli) parseOptions() (ro, allowOther bool, tier codec.Tier, cache, stagi
 		switch k {
 		case "":
 		case "ro":
-			ro = true
+			m.ro = true
 		case "rw":
-			ro = false
+			m.ro = false
 		case "allow_other":
-			allowOther = true
+			m.allowOther = true
 		case "versions":
 			if c.Versions, err = strconv.Atoi(v); err != nil || c.Versions < 0 {
-				return ro, allowOther, tier, 0, 0, 0, fmt.Errorf("bad option versions=%q", v)
+				return m, fmt.Errorf("bad option versions=%q", v)
 			}
 		case "cache":
-			if cache, err = size(v); err != nil {
-				return
-			}
+			m.cache, err = size(v)
 		case "staging":
-			if staging, err = size(v); err != nil {
-				return
-			}
+			m.staging, err = size(v)
 		case "tier":
 			tierName = v
+		case "nopack":
+			m.noPack = true
+		case "packlimit":
+			m.packLimit, err = size(v)
 		default:
-			return ro, allowOther, tier, 0, 0, 0, fmt.Errorf("unknown mount option %q", o)
+			return m, fmt.Errorf("unknown mount option %q", o)
+		}
+		if err != nil {
+			return m, err
 		}
 	}
-	tier, err = codec.ParseTier(tierName)
-	return
+	m.tier, err = codec.ParseTier(tierName)
+	return m, err
 }
 
 func (c *cli) run() error {
-	ro, allowOther, tier, cache, staging, ahead, err := c.parseOptions()
+	m, err := c.parseOptions()
 	if err != nil {
 		return err
 	}
@@ -131,7 +143,8 @@ func (c *cli) run() error {
 		return err
 	}
 
-	opts := chunkstore.Options{Tier: tier, Cache: cache, ReadOnly: ro}
+	ro := m.ro
+	opts := chunkstore.Options{Tier: m.tier, Cache: m.cache, ReadOnly: ro}
 	var st *chunkstore.Store
 	if _, err := os.Stat(filepath.Join(c.Store, "MANIFEST")); err == nil {
 		st, err = chunkstore.Open(c.Store, opts)
@@ -149,10 +162,11 @@ func (c *cli) run() error {
 		if err != nil {
 			return report(err)
 		}
-		fmt.Fprintf(os.Stderr, "glydfs: created a new store in %s (tier %s)\n", c.Store, tier)
+		fmt.Fprintf(os.Stderr, "glydfs: created a new store in %s (tier %s)\n", c.Store, m.tier)
 	}
 	fopts := glydfs.DefaultOptions()
-	fopts.ReadOnly, fopts.Versions, fopts.StagingMemory, fopts.ReadAhead = ro, c.Versions, staging, ahead
+	fopts.ReadOnly, fopts.Versions, fopts.StagingMemory, fopts.ReadAhead = ro, c.Versions, m.staging, m.ahead
+	fopts.NoPack, fopts.PackLimit = m.noPack, m.packLimit
 	fopts.Logger = log.New(os.Stderr, "glydfs: ", log.LstdFlags)
 	f, err := glydfs.New(st, fopts)
 	if err != nil {
@@ -163,7 +177,7 @@ func (c *cli) run() error {
 	// as it appears unmounts it instead of killing glydfs under it.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	srv, err := glydfs.Mount(c.Mountpoint, f, glydfs.MountOptions{AllowOther: allowOther, Debug: c.Debug})
+	srv, err := glydfs.Mount(c.Mountpoint, f, glydfs.MountOptions{AllowOther: m.allowOther, Debug: c.Debug})
 	if err != nil {
 		st.Close()
 		return report(fmt.Errorf("mounting on %s: %w", c.Mountpoint, err))

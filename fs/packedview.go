@@ -1,0 +1,154 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/glyd/glyd/chunkstore"
+)
+
+// .glyd/packed mirrors the live tree's directories and, of its files, the
+// safetensors files stored packed: .glyd/packed/<path> reads as the packed
+// form of <path>'s current version (docs/tensors.md specifies the bytes),
+// for a GPU loader to upload and decode on the device. It is read-only.
+
+// packedDir mirrors live directory dir.
+type packedDir struct {
+	gofs.Inode
+	fsys *FS
+	dir  uint64
+}
+
+func (d *packedDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	dirAttr(&out.Attr, 0o555)
+	return 0
+}
+
+func (d *packedDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	dn := &node{fsys: d.fsys, v: live, ino: d.dir}
+	s, errno := dn.Readdir(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	out := dots(d.EmbeddedInode())
+	for s.HasNext() {
+		e, _ := s.Next()
+		if e.Name == "." || e.Name == ".." {
+			continue
+		}
+		switch {
+		case isDir(e.Mode):
+		case isReg(e.Mode):
+			a, err := d.fsys.loadAttr(live, e.Ino)
+			if err != nil || !a.packed() {
+				continue
+			}
+		default:
+			continue
+		}
+		e.Ino = 0
+		e.Mode &= syscall.S_IFMT
+		out = append(out, e)
+	}
+	return gofs.NewListDirStream(out), 0
+}
+
+func (d *packedDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	dn := &node{fsys: d.fsys, v: live, ino: d.dir}
+	ino, mode, err := dn.child(name)
+	if err != nil {
+		return nil, d.fsys.errno(err, "packed")
+	}
+	switch {
+	case isDir(mode):
+		dirAttr(&out.Attr, 0o555)
+		return d.NewInode(ctx, &packedDir{fsys: d.fsys, dir: ino}, gofs.StableAttr{Mode: syscall.S_IFDIR}), 0
+	case isReg(mode):
+		pf := &packedFile{fsys: d.fsys, ino: ino}
+		var ao fuse.AttrOut
+		if errno := pf.Getattr(ctx, nil, &ao); errno != 0 {
+			return nil, errno
+		}
+		out.Attr = ao.Attr
+		return d.NewInode(ctx, pf, gofs.StableAttr{Mode: syscall.S_IFREG}), 0
+	}
+	return nil, syscall.ENOENT
+}
+
+// packedFile is the packed form of live file ino's current version.
+type packedFile struct {
+	gofs.Inode
+	fsys *FS
+	ino  uint64
+}
+
+// object opens the packed form of the file's current version (ENOENT when
+// it is not stored packed).
+func (p *packedFile) object() (*chunkstore.Object, attr, syscall.Errno) {
+	a, err := p.fsys.loadAttr(live, p.ino)
+	if err != nil {
+		return nil, a, p.fsys.errno(err, "packed")
+	}
+	if !isReg(a.Mode) || !a.packed() {
+		return nil, a, syscall.ENOENT
+	}
+	o, err := p.fsys.store.OpenObject(contentNameOf(p.ino, &a))
+	if err != nil {
+		return nil, a, p.fsys.errno(err, "packed")
+	}
+	return o, a, 0
+}
+
+func (p *packedFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	o, a, errno := p.object()
+	if errno != 0 {
+		return errno
+	}
+	out.Mode = syscall.S_IFREG | 0o444
+	out.Size = uint64(o.Size())
+	out.Blocks = (out.Size + 511) / 512
+	out.Nlink = 1
+	out.Uid, out.Gid = a.Uid, a.Gid
+	out.Mtime, out.Mtimensec = tsOf(a.Mtime)
+	out.Ctime, out.Ctimensec = tsOf(a.Ctime)
+	out.Atime, out.Atimensec = tsOf(a.Atime)
+	return 0
+}
+
+// packedHandle reads the version that was current when it was opened.
+type packedHandle struct{ o *chunkstore.Object }
+
+func (p *packedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		return nil, 0, syscall.EROFS
+	}
+	o, _, errno := p.object()
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	// No FOPEN_KEEP_CACHE: the file behind the name changes with every
+	// version, so each open starts from a fresh page cache.
+	return &packedHandle{o: o}, 0, 0
+}
+
+func (p *packedFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h, ok := fh.(*packedHandle)
+	if !ok {
+		return nil, syscall.EBADF
+	}
+	if off >= h.o.Size() {
+		return fuse.ReadResultData(nil), 0
+	}
+	b := dest[:min(int64(len(dest)), h.o.Size()-off)]
+	if _, err := h.o.ReadAt(b, off); err != nil {
+		p.fsys.log.Printf(".glyd/packed: inode %d at offset %d: %v", p.ino, off, err)
+		return nil, syscall.EIO
+	}
+	if len(b) > 0 && off+int64(len(b)) < h.o.Size() {
+		h.o.Prefetch(off+int64(len(b)), p.fsys.opts.ReadAhead)
+	}
+	return fuse.ReadResultData(b), 0
+}
