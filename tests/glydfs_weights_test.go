@@ -2,11 +2,11 @@ package tests
 
 import (
 	"bytes"
-	"os/exec"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
