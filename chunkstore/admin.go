@@ -277,12 +277,15 @@ func (s *Store) Verify() (VerifyReport, error) {
 			return nil
 		}
 		s.cache.drop(id)
-		data, err := s.decodeChunk(id, r, 0)
+		c, err := s.decodeChunk(id, r, 0)
 		switch {
 		case err != nil:
 			bad[id] = err.Error()
-		case ID(blake3.Sum256(data)) != id:
+		case ID(blake3.Sum256(c.data)) != id:
 			bad[id] = "content does not match its id"
+		}
+		if c != nil {
+			s.cache.release(c)
 		}
 		return nil
 	})

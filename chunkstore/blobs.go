@@ -16,7 +16,10 @@ var ErrNotFound = errors.New("not found")
 // Implementations must make Put durable by the time Sync returns.
 type Blobs interface {
 	Put(id ID, frame []byte) error
-	Get(id ID) ([]byte, error) // ErrNotFound when missing
+	// Get returns a blob, in dst's memory when it has room (a reader that
+	// recycles its buffers touches no fresh memory); ErrNotFound when
+	// missing.
+	Get(id ID, dst []byte) ([]byte, error)
 	Delete(id ID) error        // no error when missing
 	Sync() error
 }
@@ -32,14 +35,14 @@ func (b badgerBlobs) Put(id ID, frame []byte) error {
 	return b.db.Update(func(txn *badger.Txn) error { return txn.Set(blobKey(id), frame) })
 }
 
-func (b badgerBlobs) Get(id ID) ([]byte, error) {
+func (b badgerBlobs) Get(id ID, dst []byte) ([]byte, error) {
 	var out []byte
 	err := b.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(blobKey(id))
 		if err != nil {
 			return err
 		}
-		out, err = it.ValueCopy(nil)
+		out, err = it.ValueCopy(dst[:0])
 		return err
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {

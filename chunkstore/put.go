@@ -159,11 +159,12 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 	p.rec = chunkRecord{kind: kindFull, rawLen: len(p.data), storedLen: len(alone), aloneLen: len(alone)}
 	p.sk = delta.Compute(p.data)
 	for _, c := range s.candidates(p.sk) {
-		base, err := s.chunkData(c.id)
+		bc, err := s.chunkData(c.id)
 		if err != nil {
 			continue // a damaged base is no base; verify reports it
 		}
-		fr, ok := delta.Encode(base, p.data, len(alone), s.tier)
+		fr, ok := delta.Encode(bc.data, p.data, len(alone), s.tier)
+		s.cache.release(bc)
 		if ok && len(fr) < len(p.frame) {
 			p.frame = fr
 			p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(fr), aloneLen: len(alone)}

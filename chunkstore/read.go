@@ -1,12 +1,10 @@
 package chunkstore
 
 import (
-	"container/list"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
-	"sync"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -16,56 +14,68 @@ import (
 )
 
 // chunkData returns a chunk's plain bytes, decoding its delta chain as
-// needed (at most MaxDepth+1 decodes), through the cache.
-func (s *Store) chunkData(id ID) ([]byte, error) {
-	if b, ok := s.cache.get(id); ok {
-		return b, nil
-	}
-	// One decode per chunk at a time: a reader that reaches a chunk the
-	// read-ahead is decoding waits for it instead of decoding it again.
-	s.flightMu.Lock()
-	if f, ok := s.flight[id]; ok {
+// needed (at most MaxDepth+1 decodes), through the cache. The caller holds
+// the bytes until it releases them (s.cache.release): their buffer is
+// reused only after that.
+func (s *Store) chunkData(id ID) (*cached, error) {
+	for {
+		if c := s.cache.acquire(id); c != nil {
+			return c, nil
+		}
+		// One decode per chunk at a time: a reader that reaches a chunk
+		// the read-ahead is decoding waits for it, then takes it from the
+		// cache (or, should it be gone already, decodes it itself).
+		s.flightMu.Lock()
+		if f, ok := s.flight[id]; ok {
+			s.flightMu.Unlock()
+			<-f.done
+			if f.err != nil {
+				return nil, f.err
+			}
+			continue
+		}
+		f := &flight{done: make(chan struct{})}
+		if s.flight == nil {
+			s.flight = map[ID]*flight{}
+		}
+		s.flight[id] = f
 		s.flightMu.Unlock()
-		<-f.done
-		return f.data, f.err
-	}
-	f := &flight{done: make(chan struct{})}
-	if s.flight == nil {
-		s.flight = map[ID]*flight{}
-	}
-	s.flight[id] = f
-	s.flightMu.Unlock()
-	defer func() {
+		c, err := s.decodeFlight(id)
+		f.err = err
 		s.flightMu.Lock()
 		delete(s.flight, id)
 		s.flightMu.Unlock()
 		close(f.done)
-	}()
-	if b, ok := s.cache.get(id); ok {
-		f.data = b
-		return b, nil
+		return c, err
+	}
+}
+
+func (s *Store) decodeFlight(id ID) (*cached, error) {
+	if c := s.cache.acquire(id); c != nil {
+		return c, nil
 	}
 	r, err := s.record(id)
 	if err != nil {
-		f.err = err
 		return nil, err
 	}
-	f.data, f.err = s.decodeChunk(id, r, 0)
-	return f.data, f.err
+	return s.decodeChunk(id, r, 0)
 }
 
 // flight is a chunk being decoded.
 type flight struct {
 	done chan struct{}
-	data []byte
 	err  error
 }
 
-func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) ([]byte, error) {
+// decodeChunk decodes chunk id (record r) into a buffer from the cache's
+// pool and caches it, held for the caller.
+func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) (*cached, error) {
 	if hops > MaxDepth {
 		return nil, corrupt("chunk %s: delta chain longer than %d", id.Short(), MaxDepth)
 	}
-	frame, err := s.blobs.Get(id)
+	fb := s.cache.frameBuf()
+	defer s.cache.putFrameBuf(fb)
+	frame, err := s.blobs.Get(id, *fb)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, corrupt("chunk %s: frame missing", id.Short())
@@ -74,27 +84,28 @@ func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) ([]byte, error) {
 	}
 	var base []byte
 	if r.kind == kindDelta {
-		if b, ok := s.cache.get(r.base); ok {
-			base = b
-		} else {
+		bc := s.cache.acquire(r.base)
+		if bc == nil {
 			br, err := s.record(r.base)
 			if err != nil {
 				return nil, corrupt("chunk %s: base %s: %v", id.Short(), r.base.Short(), err)
 			}
-			if base, err = s.decodeChunk(r.base, br, hops+1); err != nil {
+			if bc, err = s.decodeChunk(r.base, br, hops+1); err != nil {
 				return nil, err
 			}
 		}
+		defer s.cache.release(bc)
+		base = bc.data
 	}
-	data, err := codec.DecodeChunk(frame, base)
-	if err != nil {
+	if cap(frame) > cap(*fb) {
+		*fb = frame // grown: keep the larger buffer
+	}
+	buf := s.cache.alloc(r.rawLen)
+	if err := codec.DecodeChunkTo(buf, frame, base); err != nil {
+		s.cache.free(buf)
 		return nil, corrupt("chunk %s: %v", id.Short(), err)
 	}
-	if len(data) != r.rawLen {
-		return nil, corrupt("chunk %s: decodes to %d bytes, record says %d", id.Short(), len(data), r.rawLen)
-	}
-	s.cache.put(id, data)
-	return data, nil
+	return s.cache.insert(id, buf), nil
 }
 
 // ObjectInfo describes a stored object.
@@ -181,12 +192,17 @@ func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 			continue
 		}
 		g.Go(func() error {
-			data, err := o.s.chunkData(c.id)
+			cc, err := o.s.chunkData(c.id)
 			if err != nil {
 				return fmt.Errorf("object %q at offset %d: %w", o.name, start, err)
 			}
+			defer o.s.cache.release(cc)
+			if len(cc.data) != c.rawLen {
+				return fmt.Errorf("object %q at offset %d: %w", o.name, start,
+					corrupt("chunk %s holds %d bytes, the manifest says %d", c.id.Short(), len(cc.data), c.rawLen))
+			}
 			lo, hi := max(off, start), min(end, start+int64(c.rawLen))
-			copy(p[lo-off:hi-off], data[lo-start:hi-start])
+			copy(p[lo-off:hi-off], cc.data[lo-start:hi-start])
 			return nil
 		})
 	}
@@ -219,62 +235,6 @@ func (o *Object) WriteTo(w io.Writer) (int64, error) {
 	return done, nil
 }
 
-// chunkCache keeps recently decoded chunks, bounded by bytes.
-type chunkCache struct {
-	mu    sync.Mutex
-	limit int64
-	size  int64
-	ll    *list.List
-	items map[ID]*list.Element
-}
-
-type cacheEntry struct {
-	id   ID
-	data []byte
-}
-
-func newChunkCache(limit int64) *chunkCache {
-	return &chunkCache{limit: limit, ll: list.New(), items: map[ID]*list.Element{}}
-}
-
-func (c *chunkCache) get(id ID) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[id]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*cacheEntry).data, true
-	}
-	return nil, false
-}
-
-func (c *chunkCache) put(id ID, data []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.items[id]; ok || int64(len(data)) > c.limit {
-		return
-	}
-	c.items[id] = c.ll.PushFront(&cacheEntry{id, data})
-	c.size += int64(len(data))
-	for c.size > c.limit {
-		e := c.ll.Back()
-		ent := e.Value.(*cacheEntry)
-		c.ll.Remove(e)
-		delete(c.items, ent.id)
-		c.size -= int64(len(ent.data))
-	}
-}
-
-// drop forgets a chunk (after GC deleted it).
-func (c *chunkCache) drop(id ID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[id]; ok {
-		c.ll.Remove(e)
-		delete(c.items, id)
-		c.size -= int64(len(e.Value.(*cacheEntry).data))
-	}
-}
-
 // Prefetch decodes the chunks covering [off, off+n) into the cache in the
 // background (read-ahead for a sequential reader), in order, as many at
 // once as the store has threads. It returns at once.
@@ -292,13 +252,15 @@ func (o *Object) Prefetch(off, n int64) {
 			if id == (ID{}) {
 				continue
 			}
-			if _, ok := o.s.cache.get(id); ok {
+			if o.s.cache.has(id) {
 				continue
 			}
 			o.s.prefetch <- struct{}{}
 			go func() {
 				defer func() { <-o.s.prefetch }()
-				o.s.chunkData(id) // errors surface when the reader gets there
+				if c, err := o.s.chunkData(id); err == nil { // errors surface when the reader gets there
+					o.s.cache.release(c)
+				}
 			}()
 		}
 	}()

@@ -78,15 +78,30 @@ func DecodeChunk(frame, base []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	out := make([]byte, uh.rawLen)
+	return out, decodeChunk(out, frame, base, uh)
+}
+
+// DecodeChunkTo decodes a chunk frame into dst, which must hold exactly the
+// chunk's length (a caller that recycles its buffers knows it from its own
+// records): the decode then touches no fresh memory.
+func DecodeChunkTo(dst, frame, base []byte) error {
+	uh, err := chunkHeader(frame)
+	if err != nil {
+		return err
+	}
+	if uh.rawLen != len(dst) {
+		return formatErr(0, -1, 0, "chunk of %d bytes, %d expected", uh.rawLen, len(dst))
+	}
+	return decodeChunk(dst, frame, base, uh)
+}
+
+func decodeChunk(out, frame, base []byte, uh unitHeader) error {
 	if len(base)+uh.rawLen > MaxChunk {
-		return nil, formatErr(0, -1, 0, "base of %d bytes too large for a chunk of %d", len(base), uh.rawLen)
+		return formatErr(0, -1, 0, "base of %d bytes too large for a chunk of %d", len(base), uh.rawLen)
 	}
 	if len(base) == 0 {
-		out := make([]byte, uh.rawLen)
-		if err := decodeUnitAt(out, 0, frame[unitHeaderSize:], uh, 0, 0, baseRef{}); err != nil {
-			return nil, err
-		}
-		return out, nil
+		return decodeUnitAt(out, 0, frame[unitHeaderSize:], uh, 0, 0, baseRef{})
 	}
 	// A delta decodes after its base in one buffer (the base is its
 	// history). The buffer comes from a pool and only the result is
@@ -102,9 +117,10 @@ func DecodeChunk(frame, base []byte) ([]byte, error) {
 	defer chunkWork.Put(wp)
 	copy(work, base)
 	if err := decodeUnitAt(work, len(base), frame[unitHeaderSize:], uh, 0, 0, baseRef{}); err != nil {
-		return nil, err
+		return err
 	}
-	return append([]byte(nil), work[len(base):]...), nil
+	copy(out, work[len(base):])
+	return nil
 }
 
 // chunkWork holds delta decode buffers.

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,12 +32,13 @@ type cli struct {
 	Foreground bool          `short:"f" help:"Stay in the foreground (default: detach once the mount is ready)."`
 	Options    []string      `short:"o" sep:"," help:"Mount options: ro, allow_other, versions=N, cache=SIZE, staging=SIZE, tier=default|max|cold, nopack (store safetensors files as bytes), packlimit=SIZE (largest safetensors file stored packed, default 8GiB)."`
 	Tier       string        `default:"default" enum:"default,max,cold" help:"Tier new chunks are coded with, for a new store (default, max, cold)."`
-	Cache      string        `default:"256MiB" help:"Memory for decoded chunks (read cache)."`
+	Cache      string        `default:"64MiB" help:"Memory for decoded chunks (read cache: delta bases and re-reads; the kernel's page cache holds the files' bytes)."`
 	Staging    string        `default:"256MiB" help:"Memory for staged writes before they spill to disk."`
 	Versions   int           `default:"32" help:"Committed versions kept per file (0 keeps all)."`
 	ReadAhead  string        `default:"8MiB" name:"read-ahead" help:"Bytes decoded ahead of a sequential reader."`
 	GCInterval time.Duration `default:"10m" name:"gc-interval" help:"How often to free the space of deleted files, versions and snapshots (0: only 'glyd store gc' when unmounted)."`
 	Debug      bool          `help:"Log every FUSE request."`
+	CPUProfile string        `name:"cpuprofile" type:"path" help:"Write a Go CPU profile of the whole mount to this file (for diagnosing performance)."`
 }
 
 // ready is the environment variable through which a detached glydfs
@@ -199,6 +201,17 @@ func (c *cli) run() error {
 				}
 			}
 		}()
+	}
+	if c.CPUProfile != "" {
+		pf, err := os.Create(c.CPUProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(pf)
+		}
+		if err != nil {
+			fopts.Logger.Printf("cpu profile: %v", err)
+		} else {
+			defer func() { pprof.StopCPUProfile(); pf.Close() }()
+		}
 	}
 	if c.Foreground {
 		fmt.Fprintf(os.Stderr, "glydfs: %s mounted on %s; unmount with Ctrl-C or 'fusermount3 -u %s'\n", c.Store, c.Mountpoint, c.Mountpoint)

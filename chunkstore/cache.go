@@ -1,0 +1,175 @@
+package chunkstore
+
+import (
+	"container/list"
+	"sync"
+)
+
+// chunkCache keeps recently decoded chunks, bounded by bytes, and recycles
+// their buffers. A decoded chunk is handed out held (cached.refs); one the
+// cache evicts while held goes back to the buffer pool when its last
+// holder releases it, so no reader ever sees its bytes change. Recycling
+// matters because fresh memory costs a page fault per 4 KiB on first
+// touch: on the machines measured (docs/benchmarks/fs.md) filling fresh
+// buffers ran at a quarter of the speed of decoding into warm ones, and a
+// cold sequential read allocated one buffer per chunk.
+type chunkCache struct {
+	mu    sync.Mutex
+	limit int64
+	size  int64
+	ll    *list.List // of *cached, most recently used first
+	items map[ID]*list.Element
+
+	pool     map[int][][]byte // free buffers by size class
+	poolSize int64
+
+	frames chan *[]byte // free buffers for chunk frames read from the blobs
+}
+
+// cached is one decoded chunk.
+type cached struct {
+	id   ID
+	data []byte
+	refs int32 // holders (chunkCache.mu)
+	in   bool  // in the cache (chunkCache.mu)
+}
+
+// poolClass is the granule of buffer sizes: a buffer of class k holds up
+// to k·poolClass bytes.
+const poolClass = 16 << 10
+
+func newChunkCache(limit int64) *chunkCache {
+	return &chunkCache{limit: limit, ll: list.New(), items: map[ID]*list.Element{}, pool: map[int][][]byte{},
+		frames: make(chan *[]byte, 32)}
+}
+
+// frameBuf returns a buffer to read a chunk frame into (Blobs.Get grows it
+// when a frame does not fit); putFrameBuf gives it back.
+func (c *chunkCache) frameBuf() *[]byte {
+	select {
+	case b := <-c.frames:
+		return b
+	default:
+		b := make([]byte, 0, 256<<10)
+		return &b
+	}
+}
+
+func (c *chunkCache) putFrameBuf(b *[]byte) {
+	select {
+	case c.frames <- b:
+	default:
+	}
+}
+
+// has reports whether chunk id is cached.
+func (c *chunkCache) has(id ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.items[id] != nil
+}
+
+// acquire returns chunk id held, or nil when it is not cached.
+func (c *chunkCache) acquire(id ID) *cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[id]
+	if !ok {
+		return nil
+	}
+	c.ll.MoveToFront(e)
+	ch := e.Value.(*cached)
+	ch.refs++
+	return ch
+}
+
+// insert caches data as chunk id and returns it held. When the chunk is
+// cached already (decoded by another reader meanwhile) that one is
+// returned and data goes back to the pool.
+func (c *chunkCache) insert(id ID, data []byte) *cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[id]; ok {
+		ch := e.Value.(*cached)
+		ch.refs++
+		c.freeLocked(data)
+		return ch
+	}
+	ch := &cached{id: id, data: data, refs: 1}
+	if int64(len(data)) > c.limit {
+		return ch // held by the caller only, recycled on release
+	}
+	ch.in = true
+	c.items[id] = c.ll.PushFront(ch)
+	c.size += int64(len(data))
+	for c.size > c.limit {
+		c.evictLocked(c.ll.Back())
+	}
+	return ch
+}
+
+// release lets go of a chunk acquire or insert returned.
+func (c *chunkCache) release(ch *cached) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch.refs--
+	if ch.refs == 0 && !ch.in {
+		c.freeLocked(ch.data)
+		ch.data = nil
+	}
+}
+
+// drop forgets a chunk (after GC deleted it, or to decode it again).
+func (c *chunkCache) drop(id ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[id]; ok {
+		c.evictLocked(e)
+	}
+}
+
+func (c *chunkCache) evictLocked(e *list.Element) {
+	ch := e.Value.(*cached)
+	c.ll.Remove(e)
+	delete(c.items, ch.id)
+	c.size -= int64(len(ch.data))
+	ch.in = false
+	if ch.refs == 0 {
+		c.freeLocked(ch.data)
+		ch.data = nil
+	}
+}
+
+// alloc returns a buffer of n bytes: a recycled one of the right size class
+// when there is one.
+func (c *chunkCache) alloc(n int) []byte {
+	k := (n + poolClass - 1) / poolClass
+	c.mu.Lock()
+	if free := c.pool[k]; len(free) > 0 {
+		b := free[len(free)-1]
+		c.pool[k] = free[:len(free)-1]
+		c.poolSize -= int64(cap(b))
+		c.mu.Unlock()
+		return b[:n]
+	}
+	c.mu.Unlock()
+	return make([]byte, n, k*poolClass)
+}
+
+// free gives back a buffer alloc returned that was never cached.
+func (c *chunkCache) free(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.freeLocked(b)
+}
+
+// freeLocked keeps b for reuse, up to a quarter of the cache's size (plus 1 MiB) in
+// free buffers (the rest is left to the garbage collector).
+func (c *chunkCache) freeLocked(b []byte) {
+	if cap(b) == 0 || cap(b)%poolClass != 0 || c.poolSize+int64(cap(b)) > c.limit/4+1<<20 {
+		return
+	}
+	k := cap(b) / poolClass
+	c.pool[k] = append(c.pool[k], b[:0])
+	c.poolSize += int64(cap(b))
+}
