@@ -90,7 +90,9 @@ func (s *Store) GC() (GCStats, error) {
 	// Per chunk: index entries and record first, then the frame, each in its
 	// own transaction: a crash between them leaves an unindexed frame for the
 	// next GC, never a record without its frame.
+	defer s.forgetRecords() // after the last deletion, so no lookup puts one back
 	for _, d := range gone {
+		s.forgetRecords() // before each deletion: lookups racing it are not kept
 		err := s.db.Update(func(txn *badger.Txn) error {
 			for _, sf := range sketchOf(s, d.id) {
 				if err := txn.Delete(featureKey(sf, d.id)); err != nil {

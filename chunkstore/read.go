@@ -54,7 +54,7 @@ func (s *Store) decodeFlight(id ID) (*cached, error) {
 	if c := s.cache.acquire(id); c != nil {
 		return c, nil
 	}
-	r, err := s.record(id)
+	r, err := s.readRecord(id)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) (*cached, error) {
 	if r.kind == kindDelta {
 		bc := s.cache.acquire(r.base)
 		if bc == nil {
-			br, err := s.record(r.base)
+			br, err := s.readRecord(r.base)
 			if err != nil {
 				return nil, corrupt("chunk %s: base %s: %v", id.Short(), r.base.Short(), err)
 			}

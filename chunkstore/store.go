@@ -60,6 +60,7 @@ type Store struct {
 	writer   sync.Mutex // one put, delete or gc at a time
 	cache    *chunkCache
 	prefetch chan struct{} // read-ahead decodes in flight
+	recs     recordCache
 	flightMu sync.Mutex
 	flight   map[ID]*flight // chunks being decoded
 }
@@ -245,6 +246,52 @@ func (s *Store) record(id ID) (chunkRecord, error) {
 		return r, fmt.Errorf("chunk %s: %w", id.Short(), ErrNotFound)
 	}
 	return r, err
+}
+
+// recordCache keeps the chunk records reads looked up: a record never
+// changes while its chunk exists, and a read looks up every chunk's record
+// (and its bases') before decoding it. GC clears it after deleting records
+// and bumps gen, so that a lookup that raced the deletion does not put a
+// dead record back. Put's duplicate check never consults it.
+type recordCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[ID]chunkRecord
+}
+
+const recordCacheMax = 1 << 17
+
+// readRecord is record for reads, through the record cache.
+func (s *Store) readRecord(id ID) (chunkRecord, error) {
+	c := &s.recs
+	c.mu.Lock()
+	r, ok := c.m[id]
+	gen := c.gen
+	c.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	r, err := s.record(id)
+	if err != nil {
+		return r, err
+	}
+	c.mu.Lock()
+	if c.gen == gen {
+		if c.m == nil || len(c.m) >= recordCacheMax {
+			c.m = map[ID]chunkRecord{}
+		}
+		c.m[id] = r
+	}
+	c.mu.Unlock()
+	return r, nil
+}
+
+// forgetRecords empties the record cache (GC deleted records).
+func (s *Store) forgetRecords() {
+	s.recs.mu.Lock()
+	s.recs.gen++
+	s.recs.m = nil
+	s.recs.mu.Unlock()
 }
 
 // validName rejects object names that would not round-trip through the CLI
