@@ -72,23 +72,29 @@ func (f *FS) frozenBody(name string) (body, error) {
 }
 
 // packedBody reads a safetensors file stored packed. It decodes a window
-// (1 MiB of the original file) at a time and keeps the last few, so the
-// kernel's 128 KiB reads of a tensor decode its groups once; a sequential
-// reader's read-ahead decodes the next windows on other cores.
+// (4 MiB of the original file) at a time and keeps the last few, so the
+// kernel's reads of a tensor decode its groups once (and each span's table
+// once per window); a window a reader waits for decodes on every core, and
+// a sequential reader's read-ahead decodes the next windows in the
+// background.
 type packedBody struct {
 	o *chunkstore.Object
 	f *packed.File
 
 	mu    sync.Mutex
 	wins  map[int64]*window
-	order []int64 // windows by when they were started, oldest first
+	order []int64  // windows by when they were started, oldest first
+	spare [][]byte // buffers of evicted windows, for the next ones
 }
 
 const (
-	windowSize  = 1 << 20
-	keepWindows = 24
+	windowSize  = 4 << 20
+	keepWindows = 8
 )
 
+// window is one decoded window. Its data is read under packedBody.mu once
+// done is closed; eviction takes it for reuse (data nil), and a reader
+// that finds it gone asks again.
 type window struct {
 	done chan struct{}
 	data []byte
@@ -121,20 +127,37 @@ func (b *packedBody) get(i int64, wait bool) *window {
 	for len(b.order) > keepWindows {
 		old := b.order[0]
 		b.order = b.order[1:]
-		delete(b.wins, old) // readers holding it still finish with it
+		if ow := b.wins[old]; ow != nil {
+			delete(b.wins, old)
+			select {
+			case <-ow.done: // decoded: its buffer can serve the next window
+				if ow.data != nil && len(b.spare) < 2 {
+					b.spare = append(b.spare, ow.data)
+				}
+				ow.data = nil
+			default: // still decoding: its decoder keeps the buffer
+			}
+		}
+	}
+	lo, hi := b.windowRange(i)
+	var buf []byte
+	if k := len(b.spare); k > 0 && cap(b.spare[k-1]) >= int(hi-lo) {
+		buf, b.spare = b.spare[k-1][:hi-lo], b.spare[:k-1]
+	} else {
+		buf = make([]byte, hi-lo)
 	}
 	b.mu.Unlock()
+	// Every window decodes on all cores: a reader may be waiting for one
+	// the read-ahead started.
 	decode := func() {
-		lo, hi := b.windowRange(i)
-		w.data = make([]byte, hi-lo)
-		_, w.err = b.f.ReadAt(w.data, lo)
-		if w.err != nil {
-			b.mu.Lock()
-			if b.wins[i] == w {
-				delete(b.wins, i) // the next read tries again
-			}
-			b.mu.Unlock()
+		b.prefetchPacked(lo, hi)
+		_, err := b.f.ReadAtThreads(buf, lo, 0)
+		b.mu.Lock()
+		w.data, w.err = buf, err
+		if err != nil && b.wins[i] == w {
+			delete(b.wins, i) // the next read tries again
 		}
+		b.mu.Unlock()
 		close(w.done)
 	}
 	if wait {
@@ -155,17 +178,35 @@ func (b *packedBody) ReadAt(p []byte, off int64) (int, error) {
 		i := off / windowSize
 		w := b.get(i, true)
 		<-w.done
+		b.mu.Lock()
 		if w.err != nil {
+			b.mu.Unlock()
 			return n, w.err
+		}
+		if w.data == nil {
+			b.mu.Unlock()
+			continue // evicted meanwhile: decode it again
 		}
 		lo, _ := b.windowRange(i)
 		k := copy(p[n:], w.data[off-lo:])
+		b.mu.Unlock()
 		n, off = n+k, off+int64(k)
 	}
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// prefetchPacked has the store read and decode, in parallel, the chunks of
+// the packed object that a decode of the original bytes [lo, hi) will ask
+// for one range at a time: the same share of the packed object, with a
+// margin (tensors pack to different ratios).
+func (b *packedBody) prefetchPacked(lo, hi int64) {
+	ratio := float64(b.o.Size()) / float64(max(1, b.f.Size()))
+	from := int64(float64(lo)*ratio) - 1<<20
+	to := int64(float64(hi)*ratio) + 1<<20
+	b.o.Prefetch(max(0, from), to-max(0, from))
 }
 
 func (b *packedBody) Prefetch(off, n int64) {

@@ -36,9 +36,13 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 			AllowOther:   mo.AllowOther,
 			MaxWrite:     1 << 20,
 			MaxReadAhead: 1 << 20,
-			DirectMount:  true,
-			Debug:        mo.Debug,
-			Options:      []string{"default_permissions"},
+			// Replies are bytes in memory, not file descriptors: splicing
+			// them only adds a pipe round trip, and a 1 MiB reply does not
+			// fit a pipe (go-fuse then logs and falls back).
+			DisableSplice: true,
+			DirectMount:   true,
+			Debug:         mo.Debug,
+			Options:       []string{"default_permissions"},
 		},
 	}
 	if f.opts.ReadOnly {

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -14,6 +15,12 @@ import (
 // safetensors files stored packed: .glyd/packed/<path> reads as the packed
 // form of <path>'s current version (docs/tensors.md specifies the bytes),
 // for a GPU loader to upload and decode on the device. It is read-only.
+
+// uncached is the entry and attribute timeout of .glyd/packed names: what
+// they show changes with every commit of the file behind them (it becomes
+// packed, or stops being, or grows), so the kernel asks each time. (Zero
+// would mean "the mount's default" to go-fuse.)
+const uncached = time.Nanosecond
 
 // packedDir mirrors live directory dir.
 type packedDir struct {
@@ -57,6 +64,8 @@ func (d *packedDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 }
 
 func (d *packedDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	out.SetEntryTimeout(uncached)
+	out.SetAttrTimeout(uncached)
 	dn := &node{fsys: d.fsys, v: live, ino: d.dir}
 	ino, mode, err := dn.child(name)
 	if err != nil {
@@ -73,6 +82,7 @@ func (d *packedDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 			return nil, errno
 		}
 		out.Attr = ao.Attr
+		out.SetAttrTimeout(uncached)
 		return d.NewInode(ctx, pf, gofs.StableAttr{Mode: syscall.S_IFREG}), 0
 	}
 	return nil, syscall.ENOENT
@@ -107,6 +117,7 @@ func (p *packedFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.
 	if errno != 0 {
 		return errno
 	}
+	out.SetTimeout(uncached)
 	out.Mode = syscall.S_IFREG | 0o444
 	out.Size = uint64(o.Size())
 	out.Blocks = (out.Size + 511) / 512

@@ -575,8 +575,12 @@ func (f *File) WriteTo(w io.Writer, threads int, progress func(int64)) (int64, e
 }
 
 // ReadAt reads the original file's bytes at off, decoding only the groups
-// (and meta frames) that hold them.
-func (f *File) ReadAt(p []byte, off int64) (int, error) {
+// (and meta frames) that hold them, on one goroutine.
+func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.ReadAtThreads(p, off, 1) }
+
+// ReadAtThreads is ReadAt decoding on up to threads goroutines (<= 0: one
+// per CPU).
+func (f *File) ReadAtThreads(p []byte, off int64, threads int) (int, error) {
 	if off < 0 {
 		return 0, errors.New("packed: negative offset")
 	}
@@ -598,7 +602,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		p, off = p[k:], off+int64(k)
 	}
 	if len(p) > 0 {
-		if err := f.decodeData(p, off-head, off-head+int64(len(p)), 1, false); err != nil {
+		if err := f.decodeData(p, off-head, off-head+int64(len(p)), threadsOr(threads), false); err != nil {
 			return 0, err
 		}
 	}

@@ -3,6 +3,7 @@ package packed
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/glyd/glyd/tensor"
@@ -26,17 +27,19 @@ func (f *File) spanPayload(s *span) ([]byte, error) {
 
 // subDecoder returns a decoder of span s's groups [g0, g1) alone (its
 // groups numbered from 0), reading only their bytes.
-func (f *File) subDecoder(s *span, g0, g1 int) (*tensor.Decoder, error) {
+// Its sub-payload lies in *buf, from subBufs: give it back once the
+// decoder is done with.
+func (f *File) subDecoder(s *span, g0, g1 int) (d *tensor.Decoder, buf *[]byte, err error) {
 	gl := int(f.hdr.groupLog2)
 	values := int(s.length) / s.code.Kind.WordSize()
 	ng := (values-1)>>gl + 1
 	if g0 < 0 || g1 > ng || g0 >= g1 {
-		return nil, formatErrorf("groups %d to %d of a %d-group span", g0, g1, ng)
+		return nil, nil, formatErrorf("groups %d to %d of a %d-group span", g0, g1, ng)
 	}
 	rs := int64(s.code.Kind.RawSize())
 	fixed := 8*int64(ng) - 4 + int64(values)*rs
 	if fixed > s.payLen {
-		return nil, formatErrorf("span payload of %d bytes too short for %d values", s.payLen, values)
+		return nil, nil, formatErrorf("span payload of %d bytes too short for %d values", s.payLen, values)
 	}
 	streamLen := s.payLen - fixed
 	base := int64(f.hdr.payloadStart()) + s.payOff
@@ -47,7 +50,7 @@ func (f *File) subDecoder(s *span, g0, g1 int) (*tensor.Decoder, error) {
 	if e1 > e0 {
 		var err error
 		if ends, err = f.bytesAt(base+4*int64(e0), 4*int64(e1-e0)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	end := func(g int) int64 {
@@ -62,32 +65,72 @@ func (f *File) subDecoder(s *span, g0, g1 int) (*tensor.Decoder, error) {
 	}
 	stop := end(g1 - 1)
 	if start > stop || stop > streamLen {
-		return nil, formatErrorf("group streams %d to %d outside the %d-byte stream area", start, stop, streamLen)
+		return nil, nil, formatErrorf("group streams %d to %d outside the %d-byte stream area", start, stop, streamLen)
 	}
 	k := g1 - g0
 	first := g0 << gl
 	n := min(values, g1<<gl) - first
-	sub := make([]byte, 0, 8*int64(k)-4+int64(n)*rs+stop-start)
+	head := 8*int64(k) - 4
+	need := int(head + int64(n)*rs + stop - start)
+	buf, _ = subBufs.Get().(*[]byte)
+	if buf == nil || cap(*buf) < need {
+		b := make([]byte, need)
+		buf = &b
+	}
+	sub := (*buf)[:need]
+	defer func() {
+		if err != nil {
+			subBufs.Put(buf)
+			buf = nil
+		}
+	}()
 	for g := g0; g < g1-1; g++ {
 		e := end(g) - start
 		if e < 0 {
-			return nil, formatErrorf("group %d ends before group %d starts", g, g0)
+			return nil, nil, formatErrorf("group %d ends before group %d starts", g, g0)
 		}
-		sub = binary.LittleEndian.AppendUint32(sub, uint32(e))
+		binary.LittleEndian.PutUint32(sub[4*(g-g0):], uint32(e))
 	}
+	// CRCs, raw bytes, streams: read straight into place.
+	at := 4 * int64(k-1)
 	for _, r := range [][2]int64{
-		{base + 4*int64(ng-1) + 4*int64(g0), 4 * int64(k)},        // CRCs
-		{base + 8*int64(ng) - 4 + int64(first)*rs, int64(n) * rs}, // raw bytes
-		{base + fixed + start, stop - start},                      // streams
+		{base + 4*int64(ng-1) + 4*int64(g0), 4 * int64(k)},
+		{base + 8*int64(ng) - 4 + int64(first)*rs, int64(n) * rs},
+		{base + fixed + start, stop - start},
 	} {
-		b, err := f.bytesAt(r[0], r[1])
-		if err != nil {
-			return nil, err
+		if err := f.readInto(sub[at:at+r[1]], r[0]); err != nil {
+			return nil, nil, err
 		}
-		sub = append(sub, b...)
+		at += r[1]
 	}
-	return tensor.NewDecoder(s.code, n, gl, sub)
+	d, err = tensor.NewDecoder(s.code, n, gl, sub)
+	return d, buf, err
 }
+
+// readInto fills p with the packed file's bytes at off.
+func (f *File) readInto(p []byte, off int64) error {
+	if f.r == nil {
+		b, err := f.bytesAt(off, int64(len(p)))
+		if err == nil {
+			copy(p, b)
+		}
+		return err
+	}
+	if off < 0 || off > f.size || int64(len(p)) > f.size-off {
+		return formatErrorf("range %d+%d outside the %d-byte file", off, len(p), f.size)
+	}
+	if k, err := f.r.ReadAt(p, off); k != len(p) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("packed: reading %d bytes at %d: %w", len(p), off, err)
+	}
+	return nil
+}
+
+// subBufs recycles sub-payload buffers: fresh memory costs a page fault per
+// 4 KiB on first touch, more than decoding into it.
+var subBufs sync.Pool
 
 // decodeDataAt is decodeData for a File read through a ReaderAt: each
 // coded span's groups in [lo, hi) get one sub-payload, read at once.
@@ -101,9 +144,13 @@ func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
 	}
 	var jobs []job
 	var decs []*tensor.Decoder
+	var bufs []*[]byte
 	defer func() {
 		for _, d := range decs {
 			d.Release()
+		}
+		for _, b := range bufs {
+			subBufs.Put(b)
 		}
 	}()
 	gl := int(f.hdr.groupLog2)
@@ -125,11 +172,11 @@ func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
 		gb := ws << gl
 		g0 := int((max(lo, s.begin) - s.begin) / gb)
 		g1 := int((min(hi, s.begin+s.length) - s.begin + gb - 1) / gb)
-		d, err := f.subDecoder(s, g0, g1)
+		d, buf, err := f.subDecoder(s, g0, g1)
 		if err != nil {
 			return err
 		}
-		decs = append(decs, d)
+		decs, bufs = append(decs, d), append(bufs, buf)
 		for g := 0; g < g1-g0; g += 2 {
 			j := job{span: i, d: d, g: g, pair: g+1 < g1-g0, off: s.begin + int64(g0+g)*gb}
 			last := g + 1
