@@ -207,6 +207,16 @@ func TestSafetensorsStoredPacked(t *testing.T) {
 		t.Errorf("snapshot of a packed file: stored %d", s)
 	}
 
+	// Stats count a packed version at its file's size, and say what
+	// packing saved.
+	st, err := StoreStats(m.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PackSaved <= 0 || st.History < st.Logical {
+		t.Errorf("stats: packing saved %d, history %d, logical %d", st.PackSaved, st.History, st.Logical)
+	}
+
 	m = m.remount()
 	mustEqual(t, m.path("ckpt/step1/weights.bin"), model)
 	mustPacked(t, m, "ckpt/step1/weights.bin", model)

@@ -17,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/glyd/glyd/chunkstore"
+	"github.com/glyd/glyd/packed"
 )
 
 // The mount's root has two names that readdir does not list (so `cp -a`
@@ -538,11 +539,13 @@ type Stats struct {
 	DedupSaved int64 `json:"dedup_saved"`
 	DeltaSaved int64 `json:"delta_saved"`
 	CompSaved  int64 `json:"compression_saved"`
+	PackSaved  int64 `json:"packing_saved"` // safetensors files stored packed: original bytes less packed
 }
 
 // StoreStats adds up a store that holds a filesystem.
 func StoreStats(s *chunkstore.Store) (Stats, error) {
 	var st Stats
+	var packedNames []string
 	err := s.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
@@ -567,19 +570,51 @@ func StoreStats(s *chunkstore.Store) (Stats, error) {
 			}
 		}
 		st.Snapshots = len(keysWithPrefix(txn, []byte("fs/s/")))
+		packedNames = packedObjects(txn)
 		return nil
 	})
 	if err != nil {
 		return st, err
 	}
+	// A packed version's object holds fewer bytes than the file: its
+	// header says how many the file has.
+	for _, name := range packedNames {
+		o, err := s.OpenObject(name)
+		if err != nil {
+			continue // deleted since the listing
+		}
+		head := make([]byte, packed.HeaderSize)
+		if _, err := o.ReadAt(head, 0); err != nil {
+			return st, fmt.Errorf("%q: %w", name, err)
+		}
+		n, err := packed.OriginalSize(head)
+		if err != nil {
+			return st, fmt.Errorf("%q: %w", name, err)
+		}
+		st.PackSaved += n - o.Size()
+	}
 	u, err := s.Usage()
 	if err != nil {
 		return st, err
 	}
-	st.History, st.Stored, st.Garbage = u.Logical, u.Stored, u.Garbage
+	st.History, st.Stored, st.Garbage = u.Logical+st.PackSaved, u.Stored, u.Garbage
 	st.Chunks, st.Deltas = u.Chunks, u.DeltaChunks
 	st.DedupSaved, st.DeltaSaved, st.CompSaved = u.DedupSaved, u.DeltaSaved, u.CompressSaved
 	return st, nil
+}
+
+// packedObjects lists the objects that hold packed versions, live and in
+// snapshots.
+func packedObjects(txn *badger.Txn) []string {
+	var out []string
+	for _, p := range []string{chunkstore.InternalPrefix + "f/", chunkstore.InternalPrefix + "s/"} {
+		for _, name := range chunkstore.ObjectNames(txn, p) {
+			if strings.HasSuffix(name, packedSuffix) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // StatsJSON is the root's user.glyd.stats value.

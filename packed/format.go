@@ -91,6 +91,19 @@ func (h fileHeader) append(b []byte) []byte {
 // IsPacked reports whether b starts like a packed file.
 func IsPacked(b []byte) bool { return len(b) >= 4 && [4]byte(b[:4]) == Magic }
 
+// OriginalSize reads the size of the original safetensors file from a
+// packed file's first HeaderSize bytes.
+func OriginalSize(head []byte) (int64, error) {
+	h, err := parseFileHeader(head)
+	if err != nil {
+		return 0, err
+	}
+	if h.origSize > 1<<62 {
+		return 0, formatErrorf("original size %d", h.origSize)
+	}
+	return int64(h.origSize), nil
+}
+
 func parseFileHeader(b []byte) (fileHeader, error) {
 	var h fileHeader
 	if len(b) < HeaderSize || !IsPacked(b) {

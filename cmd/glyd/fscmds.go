@@ -370,8 +370,8 @@ func (c *statsCmd) Run() error {
 	fmt.Printf("logical      %s (the live files)\n", humanize.IBytes(uint64(st.Logical)))
 	fmt.Printf("with history %s (every kept version and snapshot)\n", humanize.IBytes(uint64(st.History)))
 	fmt.Printf("stored       %s (with history ÷ stored = %.2f)\n", humanize.IBytes(uint64(st.Stored)), ratio)
-	fmt.Printf("saved        %s by dedup, %s by compression, %s by deltas\n",
-		signed(st.DedupSaved), signed(st.CompSaved), signed(st.DeltaSaved))
+	fmt.Printf("saved        %s by dedup, %s by compression, %s by deltas, %s by packing safetensors\n",
+		signed(st.DedupSaved), signed(st.CompSaved), signed(st.DeltaSaved), signed(st.PackSaved))
 	fmt.Printf("chunks       %d (%d deltas); %s of garbage for the next gc\n", st.Chunks, st.Deltas, humanize.IBytes(uint64(st.Garbage)))
 	return nil
 }
