@@ -20,7 +20,7 @@ type Blobs interface {
 	// recycles its buffers touches no fresh memory); ErrNotFound when
 	// missing.
 	Get(id ID, dst []byte) ([]byte, error)
-	Delete(id ID) error        // no error when missing
+	Delete(id ID) error // no error when missing
 	Sync() error
 }
 
