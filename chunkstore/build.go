@@ -44,7 +44,7 @@ func (s *Store) NewBuilder() (*Builder, error) {
 		return nil, errors.New("store is open read-only")
 	}
 	s.writer.Lock()
-	return &Builder{s: s, m: &manifest{}, w: &chunkWriter{db: s.db}}, nil
+	return &Builder{s: s, m: &manifest{}, w: &chunkWriter{db: s.db, cache: s.cache}}, nil
 }
 
 // Size is the length of the object so far.

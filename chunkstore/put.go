@@ -84,7 +84,9 @@ func (b *Builder) write(r io.Reader) error {
 				readErr = err
 				return
 			}
-			p := &pendingChunk{data: append([]byte(nil), data...), done: make(chan struct{})}
+			buf := s.cache.alloc(len(data)) // recycled by the committer below
+			copy(buf, data)
+			p := &pendingChunk{data: buf, done: make(chan struct{})}
 			select {
 			case sem <- struct{}{}:
 			case <-stop:
@@ -106,6 +108,7 @@ func (b *Builder) write(r io.Reader) error {
 		close(stop)
 		for p := range queue {
 			<-p.done
+			s.cache.free(p.data)
 		}
 		return err
 	}
@@ -119,6 +122,7 @@ func (b *Builder) write(r io.Reader) error {
 		}
 		if !p.dup {
 			if err := b.w.add(p); err != nil {
+				s.cache.free(p.data)
 				return fail(err)
 			}
 			b.st.New++
@@ -132,6 +136,7 @@ func (b *Builder) write(r io.Reader) error {
 		b.m.chunks = append(b.m.chunks, chunkRef{p.id, len(p.data)})
 		b.m.size += int64(len(p.data))
 		b.st.Chunks++
+		s.cache.free(p.data) // the frame stays with the transaction until it commits
 		p.data, p.frame = nil, nil
 	}
 	if readErr != nil {
@@ -154,7 +159,7 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 	} else if !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	alone := codec.EncodeChunk(nil, p.data, s.tier)
+	alone := codec.EncodeChunk(s.cache.alloc(len(p.data) + frameSlack)[:0], p.data, s.tier)
 	p.frame = alone
 	p.rec = chunkRecord{kind: kindFull, rawLen: len(p.data), storedLen: len(alone), aloneLen: len(alone)}
 	p.sk = delta.Compute(p.data)
@@ -166,6 +171,7 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 		fr, ok := delta.Encode(bc.data, p.data, len(alone), s.tier)
 		s.cache.release(bc)
 		if ok && len(fr) < len(p.frame) {
+			s.cache.free(p.frame) // the alone frame, or a worse delta
 			p.frame = fr
 			p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(fr), aloneLen: len(alone)}
 		}
@@ -238,14 +244,21 @@ func (s *Store) candidates(sk delta.Sketch) []candidate {
 	return out
 }
 
+// frameSlack is what a chunk's frame may take beyond its bytes (headers,
+// an incompressible block stored raw): the capacity that spares
+// EncodeChunk a reallocation.
+const frameSlack = 4 << 10
+
 // chunkWriter stores new chunks, many per badger transaction: one
 // transaction per chunk made puts wait on badger's commit latency, not on
 // the CPU. A chunk's frame, record and index entries always go into the same
 // transaction, so a record never exists without its frame.
 type chunkWriter struct {
-	db  *badger.DB
-	txn *badger.Txn
-	n   int
+	db     *badger.DB
+	txn    *badger.Txn
+	n      int
+	cache  *chunkCache
+	frames [][]byte // frames the transaction holds, recycled once it is done
 }
 
 // txnChunks is how many chunks share a transaction: far below badger's
@@ -270,6 +283,7 @@ func (w *chunkWriter) add(p *pendingChunk) error {
 	if err != nil {
 		return err
 	}
+	w.frames = append(w.frames, p.frame)
 	if w.n++; w.n >= txnChunks {
 		return w.flush()
 	}
@@ -299,12 +313,26 @@ func (w *chunkWriter) flush() error {
 	}
 	err := w.txn.Commit()
 	w.txn, w.n = nil, 0
+	w.recycle()
 	return err
+}
+
+// recycle gives the frames of a finished transaction back to the pool:
+// badger copied them into its value log when it committed.
+func (w *chunkWriter) recycle() {
+	if w.cache != nil {
+		for _, f := range w.frames {
+			w.cache.free(f)
+		}
+	}
+	clear(w.frames)
+	w.frames = w.frames[:0]
 }
 
 func (w *chunkWriter) discard() {
 	if w.txn != nil {
 		w.txn.Discard()
 		w.txn, w.n = nil, 0
+		w.recycle()
 	}
 }
