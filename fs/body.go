@@ -104,6 +104,75 @@ type window struct {
 // decoders bounds the windows decoded in the background at once.
 var decoders = make(chan struct{}, runtime.GOMAXPROCS(0))
 
+// windowBufs holds the window buffers of files no longer open, for the
+// next ones (up to windowPoolMax bytes): a fresh buffer per file cost more
+// than decoding into it (first-touch page faults), most of a small model's
+// read.
+var windowBufs struct {
+	sync.Mutex
+	free  [][]byte
+	bytes int
+}
+
+const windowPoolMax = 32 << 20
+
+// windowBuf returns a buffer of n bytes: the smallest free one that holds
+// them, or a new one rounded up to 256 KiB.
+func windowBuf(n int) []byte {
+	wb := &windowBufs
+	wb.Lock()
+	best := -1
+	for i, b := range wb.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(wb.free[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := wb.free[best]
+		wb.free[best] = wb.free[len(wb.free)-1]
+		wb.free = wb.free[:len(wb.free)-1]
+		wb.bytes -= cap(b)
+		wb.Unlock()
+		return b[:n]
+	}
+	wb.Unlock()
+	const round = 256 << 10
+	return make([]byte, n, (n+round-1)/round*round)
+}
+
+func putWindowBuf(b []byte) {
+	wb := &windowBufs
+	wb.Lock()
+	defer wb.Unlock()
+	if wb.bytes+cap(b) <= windowPoolMax {
+		wb.free = append(wb.free, b[:0])
+		wb.bytes += cap(b)
+	}
+}
+
+// release gives the windows' buffers to the next files. The body must not
+// be read again: glydfs calls it when the kernel forgets the inode, which
+// it does only once no handle is open and no read is in flight.
+func (b *packedBody) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bufs := b.spare
+	for _, w := range b.wins {
+		select {
+		case <-w.done:
+			if w.data != nil {
+				bufs = append(bufs, w.data)
+				w.data = nil
+			}
+		default: // a read-ahead decode still running keeps its buffer
+		}
+	}
+	b.wins, b.order, b.spare = map[int64]*window{}, nil, nil
+	for _, buf := range bufs {
+		putWindowBuf(buf)
+	}
+}
+
 func (b *packedBody) Size() int64            { return b.f.Size() }
 func (b *packedBody) Stored() (int64, error) { return b.o.Stored() }
 func (b *packedBody) Modified() time.Time    { return b.o.Modified() }
@@ -144,7 +213,7 @@ func (b *packedBody) get(i int64, wait bool) *window {
 	if k := len(b.spare); k > 0 && cap(b.spare[k-1]) >= int(hi-lo) {
 		buf, b.spare = b.spare[k-1][:hi-lo], b.spare[:k-1]
 	} else {
-		buf = make([]byte, hi-lo)
+		buf = windowBuf(int(hi - lo))
 	}
 	b.mu.Unlock()
 	// Every window decodes on all cores: a reader may be waiting for one

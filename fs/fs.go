@@ -224,6 +224,10 @@ func (f *FS) forget(ino uint64) {
 	}
 	in.mu.Lock()
 	idle := in.opens == 0 && in.c == nil && in.attr.Nlink > 0
+	if pb, ok := in.obj.(*packedBody); ok && idle {
+		pb.release()
+		in.obj = nil
+	}
 	in.mu.Unlock()
 	if idle {
 		delete(f.inodes, ino)
