@@ -182,32 +182,44 @@ func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 	first := sort.Search(len(o.m.chunks), func(i int) bool {
 		return o.m.offsets[i]+int64(o.m.chunks[i].rawLen) > off
 	})
-	var g errgroup.Group
-	g.SetLimit(o.s.opts.Threads)
-	for i := first; i < len(o.m.chunks) && o.m.offsets[i] < end; i++ {
+	// copyChunk copies chunk i's part of the range into p.
+	copyChunk := func(i int) error {
 		c, start := o.m.chunks[i], o.m.offsets[i]
+		lo, hi := max(off, start), min(end, start+int64(c.rawLen))
 		if c.id == (ID{}) {
-			lo, hi := max(off, start), min(end, start+int64(c.rawLen))
 			clear(p[lo-off : hi-off])
-			continue
-		}
-		g.Go(func() error {
-			cc, err := o.s.chunkData(c.id)
-			if err != nil {
-				return fmt.Errorf("object %q at offset %d: %w", o.name, start, err)
-			}
-			defer o.s.cache.release(cc)
-			if len(cc.data) != c.rawLen {
-				return fmt.Errorf("object %q at offset %d: %w", o.name, start,
-					corrupt("chunk %s holds %d bytes, the manifest says %d", c.id.Short(), len(cc.data), c.rawLen))
-			}
-			lo, hi := max(off, start), min(end, start+int64(c.rawLen))
-			copy(p[lo-off:hi-off], cc.data[lo-start:hi-start])
 			return nil
-		})
+		}
+		cc, err := o.s.chunkData(c.id)
+		if err != nil {
+			return fmt.Errorf("object %q at offset %d: %w", o.name, start, err)
+		}
+		defer o.s.cache.release(cc)
+		if len(cc.data) != c.rawLen {
+			return fmt.Errorf("object %q at offset %d: %w", o.name, start,
+				corrupt("chunk %s holds %d bytes, the manifest says %d", c.id.Short(), len(cc.data), c.rawLen))
+		}
+		copy(p[lo-off:hi-off], cc.data[lo-start:hi-start])
+		return nil
 	}
-	if err := g.Wait(); err != nil {
-		return 0, err
+	last := first
+	for last+1 < len(o.m.chunks) && o.m.offsets[last+1] < end {
+		last++
+	}
+	if last == first {
+		// One chunk (most small reads): no goroutine to start and wait for.
+		if err := copyChunk(first); err != nil {
+			return 0, err
+		}
+	} else {
+		var g errgroup.Group
+		g.SetLimit(o.s.opts.Threads)
+		for i := first; i <= last; i++ {
+			g.Go(func() error { return copyChunk(i) })
+		}
+		if err := g.Wait(); err != nil {
+			return 0, err
+		}
 	}
 	if n < len(p) {
 		return n, io.EOF
