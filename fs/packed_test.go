@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -15,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/glyd/glyd/chunkstore"
 	"github.com/glyd/glyd/packed"
 )
 
@@ -279,6 +284,53 @@ func TestPackedConcurrentReads(t *testing.T) {
 	for range 4 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A damaged chunk of a packed file's object fails the read with EIO (and
+// the packed form's read too): never wrong bytes.
+func TestPackedDamagedChunkIsEIO(t *testing.T) {
+	m := newMount(t)
+	mustWrite(t, m.path("m.safetensors"), modelFile(6, 1<<20))
+	m.unmount()
+	st, err := chunkstore.Open(m.store, chunkstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(st, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := f.getInode(2)
+	if err != nil || !in.attr.packed() {
+		t.Fatalf("not stored packed: %v", err)
+	}
+	o, err := st.OpenObject(contentNameOf(in.ino, &in.attr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := o.Refs()
+	victim := refs[len(refs)/2].ID
+	err = st.Update(func(txn *badger.Txn) error {
+		it, err := txn.Get(append([]byte("b/"), victim[:]...))
+		if err != nil {
+			return err
+		}
+		frame, _ := it.ValueCopy(nil)
+		frame[len(frame)/2] ^= 0x55
+		return txn.Set(append([]byte("b/"), victim[:]...), frame)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	opts := DefaultOptions()
+	opts.Logger = log.New(io.Discard, "", 0)
+	m2 := mountStore(t, m.store, opts)
+	for _, p := range []string{"m.safetensors", ".glyd/packed/m.safetensors"} {
+		if _, err := os.ReadFile(m2.path(p)); !errors.Is(err, syscall.EIO) {
+			t.Errorf("reading %s with a damaged chunk: %v, want EIO", p, err)
 		}
 	}
 }
