@@ -92,6 +92,7 @@ type Report struct {
 	Unpack   []UnpackRun
 	Write    []WriteRun
 	Series   *Series
+	Models   *Models // model weights stored packed (nil: not measured)
 	Notes    []string
 	Problems []string // glydfs misbehaving: wrong bytes, errors, unclean exits
 	Leftover string   // what /proc/self/mountinfo showed under the scratch directory at the end
@@ -302,6 +303,9 @@ func (b *bench) run() error {
 		return err
 	}
 	if rep.Series, err = b.series(); err != nil {
+		return err
+	}
+	if rep.Models, err = b.models(); err != nil {
 		return err
 	}
 

@@ -164,6 +164,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.writeFio(ew)
 	r.writeWrites(ew)
 	r.writeSeries(ew)
+	r.writeModels(ew)
 	if len(r.Notes) > 0 {
 		p("## Notes\n\n")
 		for _, n := range r.Notes {
@@ -251,6 +252,7 @@ func (r *Report) writeSummary(w io.Writer) {
 				fmt.Sprintf("**%s (%s)**", benchfmt.Commas(g.Stored()), benchfmt.Pct(g.Stored(), s.Raw)), "", "", "", vs)
 		}
 	}
+	r.modelSummaryRows(st)
 	st.Markdown(w)
 	p("\n")
 }
