@@ -150,9 +150,10 @@ func putWindowBuf(b []byte) {
 	}
 }
 
-// release gives the windows' buffers to the next files. The body must not
-// be read again: glydfs calls it when the kernel forgets the inode, which
-// it does only once no handle is open and no read is in flight.
+// release gives the windows' buffers to the next files; a later read
+// decodes its window again. glydfs calls it once no handle is open (the
+// last release, or the kernel forgetting the inode), so no read is in
+// flight.
 func (b *packedBody) release() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -952,6 +952,11 @@ func (n *node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 		// release can arrive after a new open truncated the file.)
 		return 0
 	}
+	if pb, ok := in.obj.(*packedBody); ok {
+		// Closed by all: the page cache has what was read, so the decoded
+		// windows go to the next file (a new open decodes again).
+		pb.release()
+	}
 	return f.errno(f.commit(in, false), n.what())
 }
 
