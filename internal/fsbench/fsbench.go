@@ -4,7 +4,8 @@
 // 4 KiB random reads with fio, unpacking a release tarball and writing the
 // large file into the mount (against the local disk), and what a series of
 // releases costs in the mount (against zstd per file and as a patch
-// chain). `make bench-fs` runs it (cmd/glyd-fsbench) and writes
+// chain), and the corpus's model weights stored packed and read back
+// (against zstd -19, squashfs and the local disk). `make bench-fs` runs it (cmd/glyd-fsbench) and writes
 // docs/benchmarks/fs.md.
 //
 // The FUSE servers run as child processes (bin/glydfs -f, squashfuse -f)

@@ -203,7 +203,7 @@ func (r *Report) writeSummary(w io.Writer) {
 		return
 	}
 	p("## Summary\n\n")
-	p("The %s test file, the release tarball and the release series are described in the sections below. The last column is glydfs's figure over squashfuse's, `glyd -d`'s and the local disk's, in that order (for times and latencies the other way round: above 1 always means glydfs is better).\n\n", benchfmt.SizeName(t.Size))
+	p("The %s test file, the release tarball, the release series and the model weights are described in the sections below. The last column is glydfs's figure over squashfuse's, `glyd -d`'s and the local disk's, in that order (for times and latencies the other way round: above 1 always means glydfs is better).\n\n", benchfmt.SizeName(t.Size))
 	st := &benchfmt.Table{Head: []string{"measurement", "glydfs", "local disk", "glyd -d", "squashfuse", "glydfs vs squashfuse / glyd -d / local"}, Align: "lrrrrr"}
 	for _, cold := range []bool{true, false} {
 		g, l, d, s := r.Read(tgtGlydfs, cold), r.Read(tgtLocal, cold), r.Read(tgtGlydD, cold), r.Read(tgtSquash, cold)
