@@ -239,7 +239,7 @@ func (b *bench) models() (*Models, error) {
 
 	gm := &fuseMount{b: b, up: func() (*mount, error) { return b.mountGlydfs(store, mnt) }}
 	defer gm.down()
-	add(tgtModelGlydfs, &modelReader{
+	add(tgtModelGlydfs, &modelReader{readSteps: readSteps{
 		prep: func() error { b.drop(); return gm.restart() }, after: gm.down, stop: gm.down,
 		start: func() error {
 			if err := gm.ensure(); err != nil {
@@ -248,7 +248,7 @@ func (b *bench) models() (*Models, error) {
 			return checkModels(mnt, st, sums) // and now the page cache holds them
 		},
 		read: func() (time.Duration, error) { return readFiles(mnt, names, sizes) },
-	}, m.STRaw, m.STRaw, len(st))
+	}}, m.STRaw, m.STRaw, len(st))
 
 	// The packed forms: which files have one, how long, and that they
 	// decode to the originals (through the mount, once).
@@ -280,7 +280,7 @@ func (b *bench) models() (*Models, error) {
 	if perr != nil {
 		b.problem("model files, the packed forms: %v", perr)
 	}
-	pr := &modelReader{
+	pr := &modelReader{readSteps: readSteps{
 		prep: func() error { b.drop(); return gm.restart() }, after: gm.down, stop: gm.down,
 		start: func() error {
 			if err := gm.ensure(); err != nil {
@@ -290,7 +290,7 @@ func (b *bench) models() (*Models, error) {
 			return err
 		},
 		read: func() (time.Duration, error) { return readFiles(pdir, pnames, psizes) },
-	}
+	}}
 	if perr != nil {
 		pr = failedModelReader(perr)
 	}
@@ -298,14 +298,14 @@ func (b *bench) models() (*Models, error) {
 	gm.down()
 
 	readLocal := func() (time.Duration, error) { return readFiles(dir, names, sizes) }
-	add(tgtModelLocal, &modelReader{prep: drop, after: noop, stop: noop, read: readLocal,
-		start: func() error { _, err := readLocal(); return err }}, m.STRaw, m.STRaw, len(st))
+	add(tgtModelLocal, &modelReader{readSteps: readSteps{prep: drop, after: noop, stop: noop, read: readLocal,
+		start: func() error { _, err := readLocal(); return err }}}, m.STRaw, m.STRaw, len(st))
 
 	if m.Squash.Err == "" && m.Squash.Bytes > 0 {
 		smnt := b.path("mnt-models-squash")
 		sm := &fuseMount{b: b, up: func() (*mount, error) { return b.mountSquash(img, smnt) }}
 		defer sm.down()
-		add(tgtModelSquash, &modelReader{
+		add(tgtModelSquash, &modelReader{readSteps: readSteps{
 			prep: func() error { b.drop(); return sm.restart() }, after: sm.down, stop: sm.down,
 			start: func() error {
 				if err := sm.ensure(); err != nil {
@@ -314,7 +314,7 @@ func (b *bench) models() (*Models, error) {
 				return checkModels(smnt, st, sums)
 			},
 			read: func() (time.Duration, error) { return readFiles(smnt, names, sizes) },
-		}, m.STRaw, m.STRaw, len(st))
+		}}, m.STRaw, m.STRaw, len(st))
 	}
 	b.modelReads(rs)
 	for _, r := range rs {
@@ -326,20 +326,16 @@ func (b *bench) models() (*Models, error) {
 // modelReader is one way of reading the weights whole, as reader is for
 // the test file.
 type modelReader struct {
+	readSteps
 	cold, warm ModelRead
 	err        error // set up failed: not read
-	prep       func() error
-	after      func() error
-	start      func() error
-	stop       func() error
-	read       func() (time.Duration, error)
 }
 
 // failedModelReader is a target that could not be set up: it is reported
 // with err and not read.
 func failedModelReader(err error) *modelReader {
 	f := func() error { return err }
-	return &modelReader{err: err, prep: f, after: f, start: f, stop: func() error { return nil }}
+	return &modelReader{err: err, readSteps: readSteps{prep: f, after: f, start: f, stop: func() error { return nil }}}
 }
 
 // fuseMount is a FUSE server that readers share, started and stopped on
@@ -377,70 +373,16 @@ func (f *fuseMount) ensure() error {
 	return f.restart()
 }
 
-// modelReads runs the readers round-robin, as seqReads does: Runs cold
-// rounds (prep, timed read, after), then each started once (untimed) and
-// Runs warm rounds.
+// modelReads runs the readers round-robin, as seqReads does.
 func (b *bench) modelReads(rs []*modelReader) {
-	fail := func(r *modelReader, cold bool, err error) {
-		run := &r.warm
-		if cold {
-			run = &r.cold
-		}
-		if run.Err == "" {
-			run.Err = err.Error()
-		}
-		if run.Target == tgtModelGlydfs || run.Target == tgtModelPacked {
-			b.problem("model files: reading %s, %s: %v", run.Target, cacheName(cold), err)
-		}
-	}
-	b.logf("model files: reads, cold: %d rounds over %d readers", b.cfg.Runs, len(rs))
-	for i := range b.cfg.Runs {
-		for _, r := range rs {
-			if r.cold.Err != "" {
-				continue
-			}
-			if err := r.prep(); err != nil {
-				fail(r, true, err)
-				continue
-			}
-			d, err := r.read()
-			if aerr := r.after(); err == nil {
-				err = aerr
-			}
-			if err != nil {
-				fail(r, true, fmt.Errorf("run %d: %w", i+1, err))
-				continue
-			}
-			r.cold.Runs = append(r.cold.Runs, d)
-		}
-	}
-	b.logf("model files: reads, warm")
+	var robins []robin
 	for _, r := range rs {
-		if r.warm.Err != "" {
-			continue
-		}
-		if err := r.start(); err != nil {
-			fail(r, false, err)
-		}
+		robins = append(robins, robin{readSteps: &r.readSteps, target: r.cold.Target,
+			cold:    runSlot{&r.cold.Runs, &r.cold.Err},
+			warm:    runSlot{&r.warm.Runs, &r.warm.Err},
+			problem: r.cold.Target == tgtModelGlydfs || r.cold.Target == tgtModelPacked})
 	}
-	for range b.cfg.Runs {
-		for _, r := range rs {
-			if r.warm.Err != "" {
-				continue
-			}
-			d, err := r.read()
-			if err != nil {
-				fail(r, false, err)
-				continue
-			}
-			r.warm.Runs = append(r.warm.Runs, d)
-		}
-	}
-	for _, r := range rs {
-		if err := r.stop(); err != nil {
-			fail(r, false, err)
-		}
-	}
+	b.roundRobin("model files: reads", robins)
 }
 
 // checkModels compares every .safetensors file under root with the

@@ -62,18 +62,123 @@ func readFile(path string, size int64) (time.Duration, error) {
 	return d, err
 }
 
-// reader is one way of reading the test file whole. Cold runs do prep
+// readSteps are the steps of one way of reading: cold runs do prep
 // (untimed: drop the page cache, start the server afresh), then the timed
 // read, then after (untimed: stop the server). Warm runs do start once
 // (mount, check the bytes, fill the page cache), the timed reads, then
-// stop.
+// stop. Without start the reader is not measured warm.
+type readSteps struct {
+	prep  func() error
+	after func() error
+	start func() error
+	stop  func() error
+	read  func() (time.Duration, error)
+}
+
+// runSlot is where one reader's cold or warm runs and first error go.
+type runSlot struct {
+	runs *[]time.Duration
+	err  *string
+}
+
+func (s runSlot) fail(err error) {
+	if *s.err == "" {
+		*s.err = err.Error()
+	}
+}
+
+// robin is one reader of a round-robin: its steps, where its runs go, and
+// whether an error is glydfs misbehaving (a problem for the report).
+type robin struct {
+	*readSteps
+	target     string
+	cold, warm runSlot
+	problem    bool
+}
+
+// roundRobin runs cfg.Runs cold rounds over the readers, then starts each
+// once and runs cfg.Runs warm rounds, then stops them: round-robin, so that
+// a burst of load on the machine hits them alike. A reader that fails is
+// left out from then on; what errors say problems are reported as "what
+// (target, cold|warm): error".
+func (b *bench) roundRobin(what string, rs []robin) {
+	fail := func(r robin, cold bool, err error) {
+		slot := r.warm
+		if cold {
+			slot = r.cold
+		}
+		slot.fail(err)
+		if r.problem {
+			b.problem("%s (%s, %s): %v", what, r.target, cacheName(cold), err)
+		}
+	}
+	b.logf("%s, cold: %d rounds over %d readers", what, b.cfg.Runs, len(rs))
+	for i := range b.cfg.Runs {
+		for _, r := range rs {
+			if *r.cold.err != "" {
+				continue
+			}
+			if err := r.prep(); err != nil {
+				fail(r, true, err)
+				continue
+			}
+			d, err := r.read()
+			if aerr := r.after(); err == nil {
+				err = aerr
+			}
+			if err != nil {
+				fail(r, true, fmt.Errorf("run %d: %w", i+1, err))
+				continue
+			}
+			*r.cold.runs = append(*r.cold.runs, d)
+		}
+	}
+	b.logf("%s, warm", what)
+	for _, r := range rs {
+		switch {
+		case *r.warm.err != "":
+		case r.start == nil:
+			*r.warm.err = "not measured warm"
+		default:
+			if err := r.start(); err != nil {
+				fail(r, false, err)
+			}
+		}
+	}
+	for range b.cfg.Runs {
+		for _, r := range rs {
+			if *r.warm.err != "" {
+				continue
+			}
+			d, err := r.read()
+			if err != nil {
+				fail(r, false, err)
+				continue
+			}
+			*r.warm.runs = append(*r.warm.runs, d)
+		}
+	}
+	for _, r := range rs {
+		if r.stop != nil {
+			if err := r.stop(); err != nil {
+				fail(r, false, err)
+			}
+			r.stop = nil
+		}
+	}
+}
+
+// reader is one way of reading the test file whole.
 type reader struct {
+	readSteps
 	cold, warm ReadRun
-	prep       func() error
-	after      func() error
-	start      func() error
-	stop       func() error
-	read       func() (time.Duration, error)
+}
+
+func (r *reader) robin() robin {
+	return robin{readSteps: &r.readSteps, target: r.cold.Target,
+		cold:    runSlot{&r.cold.Runs, &r.cold.Err},
+		warm:    runSlot{&r.warm.Runs, &r.warm.Err},
+		problem: r.cold.Target == tgtGlydfs || r.cold.Target == tgtStore}
 }
 
 // seqReads reads the test file from the local disk, from the glydfs store
@@ -100,8 +205,8 @@ func (b *bench) seqReads(store string) error {
 		add(tgtSquash, b.squashReader())
 	}
 	readLocal := func() (time.Duration, error) { return readFile(t.Path, t.Size) }
-	add(tgtLocal, &reader{prep: drop, after: noop, stop: noop, read: readLocal,
-		start: func() error { _, err := readLocal(); return err }})
+	add(tgtLocal, &reader{readSteps: readSteps{prep: drop, after: noop, stop: noop, read: readLocal,
+		start: func() error { _, err := readLocal(); return err }}})
 	defer func() {
 		for _, r := range rs {
 			if r.stop != nil {
@@ -110,67 +215,12 @@ func (b *bench) seqReads(store string) error {
 		}
 	}()
 
-	fail := func(r *reader, cold bool, err error) {
-		run := &r.warm
-		if cold {
-			run = &r.cold
-		}
-		run.Err = err.Error()
-		if run.Target == tgtGlydfs || run.Target == tgtStore {
-			b.problem("reading the test file (%s, %s): %v", run.Target, cacheName(cold), err)
-		}
-	}
-	b.logf("sequential reads, cold: %d rounds over %d readers", b.cfg.Runs, len(rs))
-	for i := range b.cfg.Runs {
-		for _, r := range rs {
-			if r.cold.Err != "" {
-				continue
-			}
-			if err := r.prep(); err != nil {
-				fail(r, true, err)
-				continue
-			}
-			d, err := r.read()
-			if aerr := r.after(); err == nil {
-				err = aerr
-			}
-			if err != nil {
-				fail(r, true, fmt.Errorf("run %d: %w", i+1, err))
-				continue
-			}
-			r.cold.Runs = append(r.cold.Runs, d)
-		}
-	}
-	b.logf("sequential reads, warm")
+	var robins []robin
 	for _, r := range rs {
-		if r.start == nil {
-			r.warm.Err = "not measured warm"
-			continue
-		}
-		if err := r.start(); err != nil {
-			fail(r, false, err)
-		}
+		robins = append(robins, r.robin())
 	}
-	for range b.cfg.Runs {
-		for _, r := range rs {
-			if r.warm.Err != "" {
-				continue
-			}
-			d, err := r.read()
-			if err != nil {
-				fail(r, false, err)
-				continue
-			}
-			r.warm.Runs = append(r.warm.Runs, d)
-		}
-	}
+	b.roundRobin("sequential reads", robins)
 	for _, r := range rs {
-		if r.stop != nil {
-			if err := r.stop(); err != nil && r.warm.Err == "" {
-				fail(r, false, err)
-			}
-			r.stop = nil
-		}
 		b.rep.Seq = append(b.rep.Seq, r.cold)
 		if r.start != nil {
 			b.rep.Seq = append(b.rep.Seq, r.warm)
@@ -211,7 +261,7 @@ func (b *bench) fuseReader(file string, mountIt func() (*mount, error)) *reader 
 		m, err = mountIt()
 		return err
 	}
-	return &reader{
+	return &reader{readSteps: readSteps{
 		prep:  func() error { b.drop(); return up() },
 		after: down,
 		start: func() error {
@@ -222,7 +272,7 @@ func (b *bench) fuseReader(file string, mountIt func() (*mount, error)) *reader 
 		},
 		stop: down,
 		read: func() (time.Duration, error) { return readFile(file, size) },
-	}
+	}}
 }
 
 func (b *bench) glydfsReader(store string) *reader {
@@ -240,7 +290,7 @@ func (b *bench) squashReader() *reader {
 	t := b.rep.Test
 	failed := func(err error) *reader {
 		f := func() error { return err }
-		return &reader{prep: f, start: f}
+		return &reader{readSteps: readSteps{prep: f, start: f}}
 	}
 	for _, tool := range []string{"mksquashfs", "squashfuse"} {
 		if err := lookTool(tool); err != nil {
@@ -268,7 +318,7 @@ func (b *bench) glydReader() *reader {
 	t := b.rep.Test
 	failed := func(err error) *reader {
 		f := func() error { return err }
-		return &reader{prep: f, start: f}
+		return &reader{readSteps: readSteps{prep: f, start: f}}
 	}
 	b.logf("sequential reads: compressing the test file with glyd")
 	gz := b.path("local", "big.bin.glyd")
@@ -296,7 +346,7 @@ func (b *bench) glydReader() *reader {
 		_, err := b.runTool(null, b.glyd, "-d", "-c", gz)
 		return time.Since(t0), err
 	}
-	return &reader{
+	return &reader{readSteps: readSteps{
 		prep:  func() error { b.drop(); return nil },
 		after: func() error { return nil },
 		start: func() error { _, err := read(); return err },
@@ -305,7 +355,7 @@ func (b *bench) glydReader() *reader {
 			return null.Close()
 		},
 		read: read,
-	}
+	}}
 }
 
 // storeReader reads the glydfs store's object for the test file directly
@@ -317,7 +367,7 @@ func (b *bench) storeReader(store string) *reader {
 	t := b.rep.Test
 	failed := func(err error) *reader {
 		f := func() error { return err }
-		return &reader{prep: f}
+		return &reader{readSteps: readSteps{prep: f}}
 	}
 	// The file's content object: the one internal object of its size.
 	st, err := chunkstore.Open(store, chunkstore.Options{ReadOnly: true})
@@ -349,7 +399,7 @@ func (b *bench) storeReader(store string) *reader {
 		return failed(fmt.Errorf("no object of %d bytes among the store's %d internal objects", t.Size, len(names)))
 	}
 	st = nil
-	return &reader{
+	return &reader{readSteps: readSteps{
 		prep: func() error {
 			b.drop()
 			var err error
@@ -377,7 +427,7 @@ func (b *bench) storeReader(store string) *reader {
 			}
 			return d, err
 		},
-	}
+	}}
 }
 
 func joinArgs(a []string) string {
