@@ -35,32 +35,16 @@ func (d *packedDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 }
 
 func (d *packedDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	dn := &node{fsys: d.fsys, v: live, ino: d.dir}
-	s, errno := dn.Readdir(ctx)
-	if errno != 0 {
-		return nil, errno
-	}
-	out := dots(d.EmbeddedInode())
-	for s.HasNext() {
-		e, _ := s.Next()
-		if e.Name == "." || e.Name == ".." {
-			continue
-		}
+	return mirrorDir(ctx, d.fsys, d.dir, d.EmbeddedInode(), func(e fuse.DirEntry) (uint32, bool) {
 		switch {
 		case isDir(e.Mode):
+			return syscall.S_IFDIR, true
 		case isReg(e.Mode):
 			a, err := d.fsys.loadAttr(live, e.Ino)
-			if err != nil || !a.packed() {
-				continue
-			}
-		default:
-			continue
+			return syscall.S_IFREG, err == nil && a.packed()
 		}
-		e.Ino = 0
-		e.Mode &= syscall.S_IFMT
-		out = append(out, e)
-	}
-	return gofs.NewListDirStream(out), 0
+		return 0, false
+	})
 }
 
 func (d *packedDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

@@ -81,23 +81,34 @@ func (d *versionsDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse
 }
 
 func (d *versionsDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	dn := &node{fsys: d.fsys, v: live, ino: d.dir}
+	return mirrorDir(ctx, d.fsys, d.dir, d.EmbeddedInode(), func(e fuse.DirEntry) (uint32, bool) {
+		switch {
+		case isDir(e.Mode):
+			return syscall.S_IFDIR, true
+		case isReg(e.Mode):
+			return syscall.S_IFDIR, true // a file's versions are a directory
+		}
+		return 0, false
+	})
+}
+
+// mirrorDir lists live directory dir for a read-only view of it (in, under
+// .glyd): the entries keep says to show, with the mode it gives, no inode
+// numbers of the live tree, and "." and "..".
+func mirrorDir(ctx context.Context, fsys *FS, dir uint64, in *gofs.Inode, keep func(fuse.DirEntry) (uint32, bool)) (gofs.DirStream, syscall.Errno) {
+	dn := &node{fsys: fsys, v: live, ino: dir}
 	s, errno := dn.Readdir(ctx)
 	if errno != 0 {
 		return nil, errno
 	}
-	out := dots(d.EmbeddedInode())
+	out := dots(in)
 	for s.HasNext() {
 		e, _ := s.Next()
 		if e.Name == "." || e.Name == ".." {
 			continue
 		}
-		if isDir(e.Mode) || isReg(e.Mode) {
-			e.Ino = 0
-			e.Mode = e.Mode & syscall.S_IFMT
-			if isReg(e.Mode) {
-				e.Mode = syscall.S_IFDIR // a file's versions are a directory
-			}
+		if mode, ok := keep(e); ok {
+			e.Ino, e.Mode = 0, mode
 			out = append(out, e)
 		}
 	}
