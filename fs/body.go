@@ -2,7 +2,6 @@ package fs
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/glyd/glyd/chunkstore"
 	"github.com/glyd/glyd/packed"
+	"github.com/glyd/glyd/safetensors"
 )
 
 // body is one version of a file's bytes as reads see them: a chunk store
@@ -285,17 +285,6 @@ func (b *packedBody) Prefetch(off, n int64) {
 	}
 }
 
-// isSafetensors reports whether a file's first bytes start a safetensors
-// header (a length that fits the file and a JSON object): the files worth
-// trying to pack.
-func isSafetensors(head []byte, size int64) bool {
-	if len(head) < 9 {
-		return false
-	}
-	n := binary.LittleEndian.Uint64(head)
-	return n >= 2 && n <= uint64(size-8) && head[8] == '{'
-}
-
 // pack returns c's bytes in packed form when they are a safetensors file
 // that packs smaller, nil otherwise. The packed form is decoded and
 // compared with the bytes before it is used: a version is never stored in
@@ -304,12 +293,13 @@ func (f *FS) pack(c *content) ([]byte, error) {
 	if f.opts.NoPack || c.size < 16 || c.size > f.opts.PackLimit {
 		return nil, nil
 	}
-	head := make([]byte, 9)
-	if err := c.readAt(head, 0); err != nil {
+	// The header first (safetensors.Read reads and validates only it):
+	// the whole file is read only for one that is a safetensors file.
+	if _, err := safetensors.Read(readerAtFunc(c.readAt), c.size); err != nil {
+		if errors.Is(err, safetensors.ErrInvalid) {
+			return nil, nil
+		}
 		return nil, err
-	}
-	if !isSafetensors(head, c.size) {
-		return nil, nil
 	}
 	file := make([]byte, c.size)
 	if err := c.readAt(file, 0); err != nil {

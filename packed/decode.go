@@ -102,13 +102,7 @@ func (f *File) bytesAt(off, n int64) ([]byte, error) {
 		return f.b[off : off+n], nil
 	}
 	buf := make([]byte, n)
-	if k, err := f.r.ReadAt(buf, off); k != len(buf) {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, fmt.Errorf("packed: reading %d bytes at %d: %w", n, off, err)
-	}
-	return buf, nil
+	return buf, f.readInto(buf, off)
 }
 
 func (f *File) init(base []byte, noBase bool) error {

@@ -109,15 +109,12 @@ func (f *File) subDecoder(s *span, g0, g1 int) (d *tensor.Decoder, buf *[]byte, 
 
 // readInto fills p with the packed file's bytes at off.
 func (f *File) readInto(p []byte, off int64) error {
-	if f.r == nil {
-		b, err := f.bytesAt(off, int64(len(p)))
-		if err == nil {
-			copy(p, b)
-		}
-		return err
-	}
 	if off < 0 || off > f.size || int64(len(p)) > f.size-off {
 		return formatErrorf("range %d+%d outside the %d-byte file", off, len(p), f.size)
+	}
+	if f.r == nil {
+		copy(p, f.b[off:])
+		return nil
 	}
 	if k, err := f.r.ReadAt(p, off); k != len(p) {
 		if err == nil || err == io.EOF {
