@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+
+	"github.com/glyd/glyd/internal/workers"
 )
 
 // Options configure an encoder.
@@ -49,7 +51,7 @@ func Encode(src []byte, opts Options) ([]byte, error) {
 	us := opts.unitSize()
 	n := (len(src) + us - 1) / us
 	frames := make([][]byte, n)
-	_ = parallel(n, opts.threads(), func(i int) error {
+	_ = workers.Run(n, opts.threads(), func(i int) error {
 		frames[i] = encodeUnit(getFrame(), src[i*us:min(len(src), (i+1)*us)], opts.Tier)
 		return nil
 	})
@@ -86,7 +88,7 @@ func Decode(src []byte, threads int) ([]byte, error) {
 
 // decodeAll decodes every unit into out (len == Size) in parallel.
 func (f *File) decodeAll(out []byte) error {
-	return parallel(len(f.units), f.threads, func(i int) error {
+	return workers.Run(len(f.units), f.threads, func(i int) error {
 		u := f.units[i]
 		return f.decodeUnitInto(out[u.RawOffset:u.RawOffset+int64(u.RawLen)], i)
 	})

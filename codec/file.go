@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"sync"
+
+	"github.com/glyd/glyd/internal/workers"
 )
 
 // File gives random access to a glyd stream through its seek index: ReadAt
@@ -224,7 +226,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	for last < len(f.units) && f.units[last].RawOffset < end {
 		last++
 	}
-	err := parallel(last-first, f.threads, func(k int) error {
+	err := workers.Run(last-first, f.threads, func(k int) error {
 		i := first + k
 		u := f.units[i]
 		lo, hi := max(off, u.RawOffset), min(end, u.RawOffset+int64(u.RawLen))
@@ -250,7 +252,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // Verify decodes every unit and checks every checksum without keeping the
 // data.
 func (f *File) Verify() error {
-	return parallel(len(f.units), f.threads, func(i int) error {
+	return workers.Run(len(f.units), f.threads, func(i int) error {
 		return f.decodeUnitInto(make([]byte, f.units[i].RawLen), i)
 	})
 }

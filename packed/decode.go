@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/internal/workers"
 	"github.com/glyd/glyd/safetensors"
 	"github.com/glyd/glyd/tensor"
 )
@@ -466,7 +467,7 @@ func (f *File) decodeData(dst []byte, lo, hi int64, threads int, release bool) e
 		}
 	}
 	var scratch sync.Pool
-	return parallel(len(ts), threads, func(i int) error {
+	return workers.Run(len(ts), threads, func(i int) error {
 		t := ts[i]
 		if release {
 			defer func() {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/internal/workers"
 	"github.com/glyd/glyd/safetensors"
 	"github.com/glyd/glyd/tensor"
 )
@@ -150,7 +151,7 @@ func Encode(file []byte, opts Options) ([]byte, error) {
 func encodeMeta(meta []byte, tier codec.Tier, threads int) []byte {
 	n := max(1, (len(meta)+maxMetaChunk-1)/maxMetaChunk)
 	frames := make([][]byte, n)
-	_ = parallel(n, threads, func(i int) error {
+	_ = workers.Run(n, threads, func(i int) error {
 		frames[i] = codec.EncodeChunk(nil, meta[i*maxMetaChunk:min(len(meta), (i+1)*maxMetaChunk)], tier)
 		return nil
 	})
@@ -199,7 +200,7 @@ func encodeSpans(spans []span, data, baseData []byte, gl int, opts *Options) err
 		}
 	}
 	sort.Slice(small, func(a, b int) bool { return spans[small[a]].length > spans[small[b]].length })
-	return parallel(len(small), threads, func(k int) error { return one(small[k], 1) })
+	return workers.Run(len(small), threads, func(k int) error { return one(small[k], 1) })
 }
 
 func xorWords(a, b []byte) []byte {
@@ -500,46 +501,4 @@ func (p *planner) spanCode(k tensor.Kind, words []byte) *tensor.Code {
 		return v
 	}
 	return c
-}
-
-// parallel runs fn(0..n-1) on up to threads goroutines and returns the
-// first error.
-func parallel(n, threads int, fn func(i int) error) error {
-	if threads <= 1 || n <= 1 {
-		for i := range n {
-			if err := fn(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var mu sync.Mutex
-	var first error
-	next := 0
-	var wg sync.WaitGroup
-	for range min(threads, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil
-				mu.Unlock()
-				if i >= n || stop {
-					return
-				}
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/glyd/glyd/internal/workers"
 	"github.com/glyd/glyd/tensor"
 )
 
@@ -186,7 +187,7 @@ func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
 		}
 	}
 	var scratch sync.Pool
-	return parallel(len(jobs), threads, func(i int) error {
+	return workers.Run(len(jobs), threads, func(i int) error {
 		j := jobs[i]
 		return place(dst, lo, hi, j.off, j.n, &scratch, func(b []byte) error {
 			switch {

@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"runtime"
 	"sync"
-	"sync/atomic"
+
+	"github.com/glyd/glyd/internal/workers"
 )
 
 // Decoder decodes the groups of one span payload. It is safe for
@@ -279,7 +280,7 @@ func (d *Decoder) Decode(dst []byte, threads int) error {
 	}
 	// Work in pairs of groups, which decode interleaved.
 	gs := 1 << d.groupLog2
-	return parallel((d.groups+1)/2, threads, func(u int) error {
+	return workers.Run((d.groups+1)/2, threads, func(u int) error {
 		g := 2 * u
 		pair := g+1 < d.groups
 		first := g * gs
@@ -289,40 +290,4 @@ func (d *Decoder) Decode(dst []byte, threads int) error {
 		}
 		return d.decodeGroups(dst[first*ws:last*ws], g, pair)
 	})
-}
-
-// parallel runs fn(0..n-1) on up to threads goroutines, each taking the
-// next index from a counter, and returns the first error.
-func parallel(n, threads int, fn func(i int) error) error {
-	if threads <= 1 || n <= 1 {
-		for i := range n {
-			if err := fn(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var next atomic.Int64
-	var failed atomic.Bool
-	var once sync.Once
-	var first error
-	var wg sync.WaitGroup
-	for range min(threads, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					once.Do(func() { first = err })
-					failed.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
 }
