@@ -17,12 +17,21 @@ type backend interface {
 	free(p DevPtr) error
 	copyIn(p DevPtr, b []byte) error
 	copyOut(b []byte, p DevPtr) error
+	// copyInOrdered copies b to p ordered before every later launch (the
+	// kernels' stream); b may be reused when it returns.
+	copyInOrdered(p DevPtr, b []byte) error
 	pin(b []byte) error
 	unpin(b []byte) error
-	// launch runs the decode kernel of plan p with the given buffers: the
-	// packed bytes (p.PackedLen + PackedPad), the uploaded p.Meta, the
-	// output, and the status words (p.Groups).
-	launch(p *Plan, packed, meta, out, status DevPtr) error
+	// launch starts blocks [b0, b1) of the decode kernel of plan p with
+	// the given buffers: the packed bytes (p.PackedLen + PackedPad), the
+	// uploaded p.Meta, the output, and the status words (p.Groups). It
+	// may return before they finish (they run beside later copies); wait
+	// waits for every launch so far.
+	launch(p *Plan, b0, b1 int, packed, meta, out, status DevPtr) error
+	wait() error
+	// scatterBlob puts the pieces of an uploaded blob (ScatterKernelName)
+	// in place under dst, after the copies made so far; wait waits for it.
+	scatterBlob(blob DevPtr, pieces int, dst DevPtr) error
 	close()
 }
 
@@ -88,6 +97,8 @@ func (e *emuBackend) copyIn(p DevPtr, b []byte) error {
 	return err
 }
 
+func (e *emuBackend) copyInOrdered(p DevPtr, b []byte) error { return e.copyIn(p, b) }
+
 func (e *emuBackend) copyOut(b []byte, p DevPtr) error {
 	m, err := e.mem(p, len(b))
 	if err == nil {
@@ -100,7 +111,10 @@ func (e *emuBackend) pin([]byte) error   { return nil }
 func (e *emuBackend) unpin([]byte) error { return nil }
 func (e *emuBackend) close()             {}
 
-func (e *emuBackend) launch(p *Plan, packed, meta, out, status DevPtr) error {
+func (e *emuBackend) launch(p *Plan, b0, b1 int, packed, meta, out, status DevPtr) error {
+	if b0 < 0 || b1 > p.Blocks || b0 > b1 {
+		return fmt.Errorf("cuda (emulated): launch of blocks [%d, %d) of %d", b0, b1, p.Blocks)
+	}
 	pk, err := e.mem(packed, int(p.PackedLen+PackedPad))
 	if err != nil {
 		return err
@@ -117,17 +131,31 @@ func (e *emuBackend) launch(p *Plan, packed, meta, out, status DevPtr) error {
 	if err != nil {
 		return err
 	}
-	// The kernel reads the plan from the device's copy of Meta.
-	q := *p
-	q.Meta = mt
-	words, failed, first, err := Emulate(&q, pk, o)
+	// The kernel reads the plan from the device's copy of Meta and
+	// updates its summary words there.
+	emulateBlocks(p, pk, mt, o, st, b0, b1)
+	return nil
+}
+
+func (e *emuBackend) wait() error { return nil }
+
+func (e *emuBackend) scatterBlob(blob DevPtr, pieces int, dst DevPtr) error {
+	tab, err := e.mem(blob, 24*pieces)
 	if err != nil {
 		return err
 	}
-	for i, w := range words {
-		binary.LittleEndian.PutUint32(st[4*i:], w)
+	for i := range pieces {
+		src, off, n := binary.LittleEndian.Uint64(tab[24*i:]), binary.LittleEndian.Uint64(tab[24*i+8:]), binary.LittleEndian.Uint64(tab[24*i+16:])
+		if n > ScatterPiece {
+			return fmt.Errorf("cuda (emulated): scatter piece of %d bytes", n)
+		}
+		from, err := e.mem(blob+DevPtr(src), int(n))
+		if err != nil {
+			return err
+		}
+		if err := e.copyIn(dst+DevPtr(off), from); err != nil {
+			return err
+		}
 	}
-	binary.LittleEndian.PutUint32(mt[p.SummaryOff:], failed)
-	binary.LittleEndian.PutUint32(mt[p.SummaryOff+4:], first)
 	return nil
 }

@@ -21,6 +21,8 @@ type Device struct {
 	Driver   int // driver API version, e.g. 12040
 	d        *driver
 	dev      cuDevice
+	streams  [kernelStreams]cuStream // where kernels run, beside the copies of the default stream
+	next     int                     // the stream of the next launch
 	calls    chan func()
 	released bool
 }
@@ -77,7 +79,18 @@ func (g *Device) thread(ready chan<- error) {
 		if err := d.check(d.cuDevicePrimaryCtxRet(&ctx, g.dev), "cuDevicePrimaryCtxRetain"); err != nil {
 			return err
 		}
-		return d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+		if err := d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent"); err != nil {
+			return err
+		}
+		// Non-blocking streams (CU_STREAM_NON_BLOCKING) do not wait for
+		// the default stream, so kernels decode while later copies run
+		// there; several, so that launches run beside each other.
+		for i := range g.streams {
+			if err := d.check(d.cuStreamCreate(&g.streams[i], 1), "cuStreamCreate"); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if err := setup(); err != nil {
 		ready <- err
@@ -86,6 +99,11 @@ func (g *Device) thread(ready chan<- error) {
 	ready <- nil
 	for fn := range g.calls {
 		fn()
+	}
+	for _, st := range g.streams {
+		if st != 0 {
+			d.cuStreamDestroy(st)
+		}
 	}
 	d.cuDevicePrimaryCtxRel(g.dev)
 }
@@ -218,17 +236,62 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	return k, err
 }
 
-// Launch runs the kernel on a grid of blocks×threads with args (each a
-// pointer to the argument's value, as cuLaunchKernel wants) and waits.
+// CopyInOrdered copies b to device address p and waits until the device
+// holds it (a copy from pageable memory may return before its DMA ends):
+// kernels launched afterwards, in any stream, read it.
+func (g *Device) CopyInOrdered(p DevPtr, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return g.do(func() error {
+		if err := g.d.check(g.d.cuMemcpyHtoD(p, unsafe.Pointer(&b[0]), uint64(len(b))), "cuMemcpyHtoD"); err != nil {
+			return err
+		}
+		return g.d.check(g.d.cuCtxSynchronize(), "cuCtxSynchronize")
+	})
+}
+
+// kernelStreams is how many launches may run at once: a launch lasts at
+// least one thread's decode of a group, so launches made as the bytes
+// arrive must not queue behind each other.
+const kernelStreams = 8
+
+// Launch starts the kernel on a grid of blocks×threads with args (each a
+// pointer to the argument's value, as cuLaunchKernel wants, which copies
+// the values) in the next of the kernels' streams; Sync waits for them.
 func (k *Kernel) Launch(blocks, threads, shared uint32, args ...unsafe.Pointer) error {
 	return k.g.do(func() error {
 		var params unsafe.Pointer
 		if len(args) > 0 {
 			params = unsafe.Pointer(&args[0])
 		}
-		if err := k.g.d.check(k.g.d.cuLaunchKernel(k.f, blocks, 1, 1, threads, 1, 1, shared, 0, params, nil), "cuLaunchKernel"); err != nil {
+		st := k.g.streams[k.g.next%kernelStreams]
+		k.g.next++
+		return k.g.d.check(k.g.d.cuLaunchKernel(k.f, blocks, 1, 1, threads, 1, 1, shared, st, params, nil), "cuLaunchKernel")
+	})
+}
+
+// LaunchAfterCopies starts the kernel in the default stream, after the
+// copies made before it (cuMemcpyHtoD runs there, and may return before a
+// pageable copy's DMA ends); Sync waits for it too.
+func (k *Kernel) LaunchAfterCopies(blocks, threads uint32, args ...unsafe.Pointer) error {
+	return k.g.do(func() error {
+		return k.g.d.check(k.g.d.cuLaunchKernel(k.f, blocks, 1, 1, threads, 1, 1, 0, 0, unsafe.Pointer(&args[0]), nil), "cuLaunchKernel")
+	})
+}
+
+// Sync waits for everything launched in the kernels' streams and the
+// default stream; a kernel's fault is reported here.
+func (g *Device) Sync() error {
+	return g.do(func() error {
+		if err := g.d.check(g.d.cuStreamSynchronize(0), "kernel"); err != nil {
 			return err
 		}
-		return k.g.d.check(k.g.d.cuCtxSynchronize(), "kernel")
+		for _, st := range g.streams {
+			if err := g.d.check(g.d.cuStreamSynchronize(st), "kernel"); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }

@@ -20,6 +20,7 @@ type (
 	cuContext  uintptr
 	cuModule   uintptr
 	cuFunction uintptr
+	cuStream   uintptr
 	// DevPtr is an address in device memory.
 	DevPtr uint64
 )
@@ -52,7 +53,10 @@ type driver struct {
 	cuMemcpyDtoH          func(dst unsafe.Pointer, src DevPtr, size uint64) cuResult
 	cuMemHostRegister     func(p unsafe.Pointer, size uint64, flags uint32) cuResult
 	cuMemHostUnregister   func(p unsafe.Pointer) cuResult
-	cuLaunchKernel        func(f cuFunction, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params unsafe.Pointer, extra unsafe.Pointer) cuResult
+	cuStreamCreate        func(s *cuStream, flags uint32) cuResult
+	cuStreamSynchronize   func(s cuStream) cuResult
+	cuStreamDestroy       func(s cuStream) cuResult
+	cuLaunchKernel        func(f cuFunction, gx, gy, gz, bx, by, bz, shared uint32, stream cuStream, params unsafe.Pointer, extra unsafe.Pointer) cuResult
 	cuGetErrorString      func(r cuResult, s **byte) cuResult
 }
 
@@ -95,6 +99,8 @@ func load() (*driver, error) {
 			{&d.cuMemAlloc, "cuMemAlloc_v2"}, {&d.cuMemFree, "cuMemFree_v2"},
 			{&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"}, {&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"},
 			{&d.cuMemHostRegister, "cuMemHostRegister_v2"}, {&d.cuMemHostUnregister, "cuMemHostUnregister"},
+			{&d.cuStreamCreate, "cuStreamCreate"}, {&d.cuStreamSynchronize, "cuStreamSynchronize"},
+			{&d.cuStreamDestroy, "cuStreamDestroy_v2"},
 			{&d.cuLaunchKernel, "cuLaunchKernel"}, {&d.cuGetErrorString, "cuGetErrorString"},
 		}
 		for _, s := range syms {

@@ -14,8 +14,8 @@ import (
 // bytes plus PackedPad bytes of any value), p.Meta, and out (p.OutLen
 // bytes). It
 // reads span descriptors and tables from p.Meta's bytes, not from p.Spans,
-// and mirrors kernels/decode.cu statement for statement (aligned 4-byte
-// loads included), so that the layout handed to the GPU is tested against
+// and mirrors kernels/decode.cu statement for statement (its aligned
+// 16-byte loads and stores included), so that the layout handed to the GPU is tested against
 // the original bytes on machines without one. It returns the status array
 // and the summary words the kernel leaves.
 func Emulate(p *Plan, packed, out []byte) (status []uint32, failed, first uint32, err error) {
@@ -23,19 +23,30 @@ func Emulate(p *Plan, packed, out []byte) (status []uint32, failed, first uint32
 		return nil, 0, 0, fmt.Errorf("cuda: Emulate: buffers too small")
 	}
 	meta := append([]byte(nil), p.Meta...) // the kernel writes the summary
+	sb := make([]byte, 4*p.Groups)
+	emulateBlocks(p, packed, meta, out, sb, 0, p.Blocks)
 	status = make([]uint32, p.Groups)
+	for i := range status {
+		status[i] = binary.LittleEndian.Uint32(sb[4*i:])
+	}
+	return status, binary.LittleEndian.Uint32(meta[p.SummaryOff:]), binary.LittleEndian.Uint32(meta[p.SummaryOff+4:]), nil
+}
+
+// emulateBlocks runs blocks [b0, b1) of the kernel, as one launch with
+// blockBase b0 does: meta is the device's copy of p.Meta (its summary
+// words updated), status the device's status words.
+func emulateBlocks(p *Plan, packed, meta, out, status []byte, b0, b1 int) {
 	k := &emuKernel{packed: packed, meta: meta, out: out, status: status,
 		spans: meta[p.DescOff:], blocks: meta[p.BlockOff:], tables: meta[p.TableOff:], summary: meta[p.SummaryOff:]}
-	for b := 0; b < p.Blocks; b++ {
+	for b := b0; b < b1; b++ {
 		k.block(uint32(b))
 	}
-	return status, binary.LittleEndian.Uint32(k.summary), binary.LittleEndian.Uint32(k.summary[4:]), nil
 }
 
 type emuKernel struct {
 	packed, meta, out              []byte
 	spans, blocks, tables, summary []byte
-	status                         []uint32
+	status                         []byte // u32 words
 	// a block's shared memory
 	lut                         [1 << 12]uint32
 	crct                        [4][256]uint32
@@ -62,32 +73,54 @@ func (k *emuKernel) load32u(off uint64) uint32 {
 	return uint32(two >> ((off & 3) * 8))
 }
 
-// emuBits is the kernel's Bits: w is the byte offset of the next aligned
-// word in the packed buffer.
+// emuBits is the kernel's Bits: words popped from 16-byte loads (Words)
+// made one step ahead (nx); v is a byte offset of the packed buffer
+// (16-aligned).
 type emuBits struct {
 	packed []byte
-	w      uint64
+	v      uint64
+	nx     [16]byte
+	lo, hi uint64
+	qn     uint32
 	buf    uint64
 	have   uint32
 }
 
-func (r *emuBits) word() uint64 {
-	v := uint64(binary.LittleEndian.Uint32(r.packed[r.w:]))
-	r.w += 4
-	return v
+func (r *emuBits) load() {
+	copy(r.nx[:], r.packed[r.v:r.v+16])
+	r.v += 16
+}
+
+func (r *emuBits) pop() uint32 {
+	if r.qn == 0 {
+		r.lo = binary.LittleEndian.Uint64(r.nx[:])
+		r.hi = binary.LittleEndian.Uint64(r.nx[8:])
+		r.qn = 4
+		r.load()
+	}
+	w := uint32(r.lo)
+	r.lo = r.lo>>32 | r.hi<<32
+	r.hi >>= 32
+	r.qn--
+	return w
 }
 
 func (r *emuBits) init(packed []byte, off uint64) {
 	r.packed = packed
-	r.w = off &^ 3
+	r.v = off &^ 15
+	r.load()
+	r.qn = 0
+	for i := uint32(off&15) >> 2; i != 0; i-- {
+		r.pop()
+	}
 	sh := uint32(off&3) * 8
-	r.buf = r.word() >> sh
+	r.buf = uint64(r.pop()) >> sh
 	r.have = 32 - sh
 }
 
 func (r *emuBits) refill() {
 	if r.have < 32 {
-		r.buf |= r.word() << r.have
+		r.buf |= uint64(r.pop()) << r.have
 		r.have += 32
 	}
 }
@@ -97,18 +130,50 @@ func (r *emuBits) skip(n uint32) {
 	r.have -= n
 }
 
-// emuOut is the kernel's Out: p is a byte offset in the output buffer.
+// emuOut is the kernel's Out: p is a byte offset in the output buffer
+// (16-aligned).
 type emuOut struct {
-	out  []byte
-	p    uint64
-	acc  uint64
-	k    uint32
-	head uint32
+	out         []byte
+	p           uint64
+	acc         uint64
+	k           uint32
+	head, whead uint32
+	v0, v1      uint64
+	vn          uint32
 }
 
 func (o *emuOut) init(out []byte, p uint64) {
 	o.out, o.p, o.acc, o.k = out, p, 0, 0
 	o.head = uint32(4-(p&3)) & 3
+	o.whead = (uint32(16-((p+uint64(o.head))&15)) & 15) >> 2
+	o.v0, o.v1, o.vn = 0, 0, 0
+}
+
+func (o *emuOut) word(w uint32) {
+	if o.p&3 != 0 {
+		panic("cuda: emulated kernel: misaligned 4-byte store")
+	}
+	if o.whead != 0 {
+		binary.LittleEndian.PutUint32(o.out[o.p:o.p+4], w)
+		o.p += 4
+		o.whead--
+		return
+	}
+	if o.vn < 2 {
+		o.v0 |= uint64(w) << (32 * o.vn)
+	} else {
+		o.v1 |= uint64(w) << (32 * (o.vn - 2))
+	}
+	o.vn++
+	if o.vn == 4 {
+		if o.p&15 != 0 {
+			panic("cuda: emulated kernel: misaligned 16-byte store")
+		}
+		binary.LittleEndian.PutUint64(o.out[o.p:o.p+8], o.v0)
+		binary.LittleEndian.PutUint64(o.out[o.p+8:o.p+16], o.v1)
+		o.p += 16
+		o.v0, o.v1, o.vn = 0, 0, 0
+	}
 }
 
 func (o *emuOut) put(v, nb uint32) {
@@ -122,17 +187,22 @@ func (o *emuOut) put(v, nb uint32) {
 		o.head--
 	}
 	if o.k >= 4 {
-		if o.p&3 != 0 {
-			panic("cuda: emulated kernel: misaligned 4-byte store")
-		}
-		binary.LittleEndian.PutUint32(o.out[o.p:o.p+4], uint32(o.acc))
-		o.p += 4
+		o.word(uint32(o.acc))
 		o.acc >>= 32
 		o.k -= 4
 	}
 }
 
 func (o *emuOut) flush() {
+	for i := uint32(0); i < o.vn; i++ {
+		v := o.v0
+		if i >= 2 {
+			v = o.v1
+		}
+		binary.LittleEndian.PutUint32(o.out[o.p:o.p+4], uint32(v>>(32*(i&1))))
+		o.p += 4
+	}
+	o.vn = 0
 	for o.k != 0 {
 		o.out[o.p] = byte(o.acc)
 		o.p++
@@ -292,7 +362,7 @@ func (k *emuKernel) thread(d *spanDesc, g, tb uint32) {
 			if rawBits != 0 {
 				r.init(k.packed, d.raw+first)
 			} else {
-				r.packed, r.w, r.buf, r.have = nil, 0, 0, 32
+				r.packed, r.v, r.qn, r.buf, r.have = nil, 0, 0, 0, 32
 			}
 			i := uint32(0)
 			for ; i+2 <= n; i += 2 {
@@ -330,7 +400,7 @@ func (k *emuKernel) thread(d *spanDesc, g, tb uint32) {
 			st = StatusCRC
 		}
 	}
-	k.status[d.sb+g] = st
+	binary.LittleEndian.PutUint32(k.status[4*(d.sb+g):], st)
 	if st != StatusOK {
 		binary.LittleEndian.PutUint32(k.summary, binary.LittleEndian.Uint32(k.summary)+1)
 		if f := binary.LittleEndian.Uint32(k.summary[4:]); d.sb+g < f {

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Staging: files are read into pinned host buffers by several goroutines
@@ -33,11 +37,42 @@ type Loader struct {
 	// PinErr says why the staging buffers could not be page-locked (then
 	// copies run from pageable memory, slower), nil when they are.
 	PinErr error
+	// work is the work buffer of the last batch, kept for the next (a
+	// Loader loads one thing at a time): allocating device memory costs
+	// more than a small model's decode.
+	work    DevPtr
+	workCap uint64
+	// CPUBelow is the decoded size under which a batch of packed files is
+	// decoded on the CPU rather than by the kernel (DefaultCPUBelow; 0:
+	// always the kernel).
+	CPUBelow int64
+}
+
+// DefaultCPUBelow: below about a megabyte the CPU's decode (~2 GB/s a
+// core) takes less than the kernel's latency, one thread decoding one
+// 4096-value group alone (~0.5 ms measured on an H200).
+const DefaultCPUBelow = 1 << 20
+
+// workBuffer returns a work buffer of at least n bytes.
+func (l *Loader) workBuffer(n uint64) (DevPtr, error) {
+	if n <= l.workCap {
+		return l.work, nil
+	}
+	if l.workCap > 0 {
+		l.dev.free(l.work)
+		l.work, l.workCap = 0, 0
+	}
+	p, err := l.dev.alloc(n)
+	if err != nil {
+		return 0, err
+	}
+	l.work, l.workCap = p, n
+	return p, nil
 }
 
 func newLoader(dev backend, chunk int64) (*Loader, error) {
 	t0 := time.Now()
-	l := &Loader{dev: dev, free: make(chan []byte, stageCount), chunk: chunk}
+	l := &Loader{dev: dev, free: make(chan []byte, stageCount), chunk: chunk, CPUBelow: DefaultCPUBelow}
 	for range stageCount {
 		b := make([]byte, chunk)
 		if l.PinErr == nil {
@@ -65,6 +100,10 @@ func NewEmulatedLoader() *Loader {
 
 // Close unpins the staging buffers and releases the device.
 func (l *Loader) Close() {
+	if l.workCap > 0 {
+		l.dev.free(l.work)
+		l.work, l.workCap = 0, 0
+	}
 	for _, b := range l.stage {
 		if l.PinErr == nil {
 			l.dev.unpin(b)
@@ -77,57 +116,118 @@ func (l *Loader) Close() {
 // DeviceName names the device the loader loads onto.
 func (l *Loader) DeviceName() string { return l.dev.name() }
 
-// upload copies the file range [off, off+n) to device address dst: chunks
-// are read into the staging buffers in parallel and copied as they fill.
-func (l *Loader) upload(f *os.File, off, n int64, dst DevPtr) error {
+// batchBytes bounds the packed bytes one batch of files uploads into its
+// work buffer (a larger file is a batch of its own): small files share one
+// plan and few launches, while device memory beyond the tensors stays
+// bounded.
+const batchBytes = 1 << 30
+
+// segment is one file range uploaded to device address dst. work is its
+// offset in the batch's work buffer, or -1 for a plain file's data (which
+// no kernel waits for).
+type segment struct {
+	f       *os.File
+	off, n  int64
+	dst     DevPtr
+	work    int64
+	workEnd int64
+}
+
+// upload copies the segments to the device: chunks are read into the
+// staging buffers in parallel and copied as they fill. After each copy
+// ready(w) is told w, the work-buffer offset below which every packed
+// byte is on the device (the kernel's blocks whose payloads lie below it
+// may start).
+func (l *Loader) upload(segs []segment, ready func(int64) error) error {
+	var total int64
+	for _, s := range segs {
+		total += s.n
+	}
 	// Chunks small enough that reads overlap copies even for small files.
-	size := min(l.chunk, max(1<<20, (n/(2*stageCount)+(64<<10)-1)&^(64<<10-1)))
+	size := min(l.chunk, max(1<<20, (total/(2*stageCount)+(64<<10)-1)&^(64<<10-1)))
 	if l.chunk < 1<<20 {
 		size = l.chunk
 	}
-	chunks := (n + size - 1) / size
-	if chunks == 0 {
-		return nil
+	type piece struct {
+		seg     int
+		at, n   int64 // within the segment
+		workEnd int64 // work offset of its end; -1 for plain data
 	}
-	type chunk struct {
+	var pieces []piece
+	for i, s := range segs {
+		for at := int64(0); at < s.n; at += size {
+			pc := piece{seg: i, at: at, n: min(size, s.n-at), workEnd: -1}
+			if s.work >= 0 {
+				pc.workEnd = s.work + pc.at + pc.n
+			}
+			pieces = append(pieces, pc)
+		}
+	}
+	if len(pieces) == 0 {
+		return ready(1 << 62)
+	}
+	type filled struct {
+		i   int
 		buf []byte
-		at  int64
 		err error
 	}
-	done := make(chan chunk, stageCount)
+	done := make(chan filled, stageCount)
 	var next atomic.Int64
 	var failed atomic.Bool
-	for range min(int64(stageCount), chunks) {
+	for range min(stageCount, len(pieces)) {
 		go func() {
 			for {
-				i := next.Add(1) - 1
-				if i >= chunks {
+				i := int(next.Add(1) - 1)
+				if i >= len(pieces) {
 					return
 				}
-				buf := <-l.free
-				at := i * size
-				buf = buf[:min(size, n-at)]
+				pc := pieces[i]
+				s := segs[pc.seg]
+				buf := (<-l.free)[:pc.n]
 				var err error
 				if !failed.Load() {
 					var k int
-					k, err = f.ReadAt(buf, off+at)
+					k, err = s.f.ReadAt(buf, s.off+pc.at)
 					if k == len(buf) {
 						err = nil
 					} else if err == nil || errors.Is(err, io.EOF) {
-						err = fmt.Errorf("%s: file shorter than expected (truncated while loading?)", f.Name())
+						err = fmt.Errorf("%s: file shorter than expected (truncated while loading?)", s.f.Name())
 					}
 				}
-				done <- chunk{buf, at, err}
+				done <- filled{i, buf, err}
 			}
 		}()
 	}
+	// The work-buffer watermark: pieces are in work order, so it is the
+	// end of the last packed piece of the longest copied prefix.
+	copied := make([]bool, len(pieces))
+	prefix := 0
+	var mark int64
 	var first error
-	for range chunks {
+	for range pieces {
 		c := <-done
 		if first == nil {
 			first = c.err
 			if first == nil {
-				first = l.dev.copyIn(dst+DevPtr(c.at), c.buf)
+				pc := pieces[c.i]
+				first = l.dev.copyIn(segs[pc.seg].dst+DevPtr(pc.at), c.buf)
+			}
+			if first == nil {
+				copied[c.i] = true
+				moved := false
+				for prefix < len(pieces) && copied[prefix] {
+					if e := pieces[prefix].workEnd; e >= 0 {
+						mark = e
+						moved = true
+					}
+					prefix++
+				}
+				if prefix == len(pieces) {
+					mark, moved = 1<<62, true
+				}
+				if moved {
+					first = ready(mark)
+				}
 			}
 			if first != nil {
 				failed.Store(true)
@@ -144,18 +244,20 @@ type Model struct {
 	Stats   Stats
 	dev     backend
 	files   []loadedFile
+	allocs  []DevPtr
 }
 
 type loadedFile struct {
 	layout *Layout
-	data   DevPtr // the data buffer
+	data   DevPtr // the file's data section on the device
 }
 
 // Free releases the model's device memory.
 func (m *Model) Free() {
-	for _, f := range m.files {
-		m.dev.free(f.data)
+	for _, p := range m.allocs {
+		m.dev.free(p)
 	}
+	m.allocs = nil
 	m.files = nil
 	m.Tensors = nil
 }
@@ -180,123 +282,284 @@ func (l *Loader) load(path string, packed bool, layout func(string) (*Layout, er
 		return nil, err
 	}
 	m := &Model{dev: l.dev}
-	for _, name := range files {
-		if err := l.loadFile(m, name, layout); err != nil {
+	// The files' layouts (headers, plans) on every core.
+	lays := make([]*Layout, len(files))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, name := range files {
+		g.Go(func() (err error) {
+			lays[i], err = layout(name)
+			return err
+		})
+	}
+	err = g.Wait()
+	defer func() {
+		for _, lay := range lays {
+			if lay != nil {
+				lay.Close()
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	m.Stats.Layout = time.Since(t0)
+	for _, lay := range lays {
+		if lay.Packed {
+			m.Stats.CPU = m.Stats.Layout // headers and plans, all at once
+			break
+		}
+	}
+	for i := 0; i < len(lays); {
+		j, n := i+1, lays[i].UploadLen
+		for j < len(lays) && n+lays[j].UploadLen <= batchBytes {
+			n += lays[j].UploadLen
+			j++
+		}
+		if err := l.loadBatch(m, lays[i:j]); err != nil {
 			m.Free()
 			return nil, err
 		}
+		i = j
 	}
 	m.Stats.Total = time.Since(t0)
 	return m, nil
 }
 
-func (l *Loader) loadFile(m *Model, name string, layout func(string) (*Layout, error)) error {
+// loadBatch loads files together: one device buffer holds their data
+// sections, one work buffer their packed payloads, the merged plan's Meta
+// and status words. The kernel's blocks start as soon as their payloads
+// are on the device, while later bytes are still being copied.
+func (l *Loader) loadBatch(m *Model, lays []*Layout) error {
 	st := &m.Stats
-	t0 := time.Now()
-	lay, err := layout(name)
-	if err != nil {
-		return err
+	var dataLen, workLen int64
+	dataOff := make([]int64, len(lays))
+	workOff := make([]int64, len(lays))
+	// A batch too small to fill the GPU decodes faster on the CPU than
+	// one thread of the kernel decodes one group: its data sections are
+	// produced as the meta sections' tensors are, and uploaded as they are.
+	var decoded int64
+	for _, lay := range lays {
+		if lay.Plan != nil {
+			for _, s := range lay.Plan.Spans {
+				decoded += s.Values * int64(s.Code.Kind.WordSize())
+			}
+		}
 	}
-	defer lay.Close()
-	st.Files++
-	st.FileBytes += lay.Size
-	if lay.Packed {
+	onCPU := decoded > 0 && decoded <= l.CPUBelow
+	var spans []Span
+	for i, lay := range lays {
+		st.Files++
+		st.FileBytes += lay.Size
+		dataOff[i] = dataLen
+		dataLen = alignOut(dataLen + lay.DataLen)
+		workOff[i] = -1
+		if !lay.Packed {
+			continue
+		}
 		st.Packed++
-		st.CPU += time.Since(t0) // directory, header, plan
+		if onCPU {
+			st.CPUDecoded++
+			lay.Host = []HostRange{{Off: 0, Len: lay.DataLen}}
+			continue
+		}
+		workOff[i] = workLen
+		workLen = alignOut(workLen + lay.UploadLen)
+		if lay.Plan == nil {
+			continue
+		}
+		for _, s := range lay.Plan.Spans {
+			s.Payload += workOff[i]
+			s.Out += dataOff[i]
+			if len(lays) > 1 {
+				s.Name = filepath.Base(lay.Path) + ": " + s.Name
+			}
+			spans = append(spans, s)
+		}
 	}
-	f, err := os.Open(name)
+	ta := time.Now()
+	data, err := l.dev.alloc(uint64(dataLen))
+	st.Alloc += time.Since(ta)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	m.allocs = append(m.allocs, data)
+	for i, lay := range lays {
+		fd := data + DevPtr(dataOff[i])
+		m.files = append(m.files, loadedFile{layout: lay, data: fd})
+		for _, t := range lay.Tensors {
+			m.Tensors = append(m.Tensors, Tensor{Name: t.Name, Dtype: t.Dtype, Shape: t.Shape, Ptr: fd + DevPtr(t.Off), Size: t.Size, File: lay.Path})
+			st.TensorBytes += t.Size
+		}
+		if workOff[i] >= 0 || !lay.Packed {
+			st.DeviceBytes += lay.UploadLen
+		}
+	}
+	var plan *Plan
+	if len(lays) == 1 && lays[0].Plan != nil && !onCPU {
+		plan = lays[0].Plan // offsets 0: the file's own plan
+	} else if len(spans) > 0 {
+		t := time.Now()
+		if plan, err = NewPlan(spans, workLen, dataLen); err != nil {
+			return err
+		}
+		st.CPU += time.Since(t)
+	}
+	// The CPU's bytes travel as one blob (ScatterKernelName): the
+	// (source, destination, length) triple of every piece, then the bytes.
+	var pieces, hostBytes int64
+	for _, lay := range lays {
+		for _, h := range lay.Host {
+			pieces += (h.Len + ScatterPiece - 1) / ScatterPiece
+			hostBytes += h.Len
+		}
+	}
+	// The work buffer: payloads, PackedPad, the plan's Meta, status words,
+	// the CPU's blob.
+	var work DevPtr
+	var metaOff, statusOff, blobOff int64
+	if workLen > 0 || pieces > 0 {
+		metaOff = alignOut(workLen + PackedPad)
+		statusOff = metaOff
+		blobOff = metaOff
+		if plan != nil {
+			statusOff = alignOut(metaOff + int64(len(plan.Meta)))
+			blobOff = alignOut(statusOff + 4*int64(plan.Groups))
+		}
+		n := blobOff + 24*pieces + hostBytes
+		ta := time.Now()
+		work, err = l.workBuffer(uint64(n))
+		st.Alloc += time.Since(ta)
+		if err != nil {
+			return err
+		}
+	}
+	// Each block may start once the payloads of its span and of every
+	// span before it are on the device.
+	var need []int64
+	launched := 0
+	meta, status := work+DevPtr(metaOff), work+DevPtr(statusOff)
+	if plan != nil {
+		if err := l.dev.copyInOrdered(meta, plan.Meta); err != nil {
+			return err
+		}
+		st.DeviceBytes += int64(len(plan.Meta))
+		st.Spans += len(plan.Spans)
+		st.Groups += plan.Groups
+		need = make([]int64, plan.Blocks)
+		var hi int64
+		for b := range need {
+			si := binary.LittleEndian.Uint32(plan.Meta[plan.BlockOff+8*b:])
+			s := &plan.Spans[si]
+			hi = max(hi, s.Payload+s.PayloadLen)
+			need[b] = hi
+		}
+	}
+	ready := func(mark int64) error {
+		if plan == nil {
+			return nil
+		}
+		k := launched
+		for k < len(need) && need[k] <= mark {
+			k++
+		}
+		if k == launched {
+			return nil
+		}
+		st.Launches++
+		err := l.dev.launch(plan, launched, k, work, meta, data, status)
+		launched = k
+		return err
+	}
 
-	data, err := l.dev.alloc(uint64(lay.DataLen))
-	if err != nil {
-		return err
-	}
-	m.files = append(m.files, loadedFile{layout: lay, data: data})
-	for _, t := range lay.Tensors {
-		m.Tensors = append(m.Tensors, Tensor{Name: t.Name, Dtype: t.Dtype, Shape: t.Shape, Ptr: data + DevPtr(t.Off), Size: t.Size, File: name})
-		st.TensorBytes += t.Size
-	}
-	st.DeviceBytes += lay.UploadLen
-	if !lay.Packed {
-		t1 := time.Now()
-		err := l.upload(f, lay.UploadOff, lay.UploadLen, data)
-		st.Read += time.Since(t1)
-		return err
-	}
-	// Packed: one work buffer holds the payload section (uploaded while the
-	// CPU decodes the meta section's tensors), PackedPad bytes of any
-	// value, the plan's Meta and the status words. The CPU's bytes go to
-	// their places in the data buffer, then the kernel runs.
+	// The CPU decodes the meta sections' tensors while the uploads run.
 	t1 := time.Now()
-	metaOff, statusOff, workLen := workLayout(lay)
-	work, err := l.dev.alloc(workLen)
-	if err != nil {
-		return err
-	}
-	defer l.dev.free(work)
 	hostDone := make(chan error, 1)
 	var hostTime time.Duration
 	go func() {
 		t := time.Now()
-		err := lay.FillHost()
+		var g errgroup.Group
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for _, lay := range lays {
+			if len(lay.Host) > 0 {
+				g.Go(lay.FillHost)
+			}
+		}
+		err := g.Wait()
 		hostTime = time.Since(t)
 		hostDone <- err
 	}()
-	err = l.upload(f, lay.UploadOff, lay.UploadLen, work)
+	var segs []segment
+	for i, lay := range lays {
+		f, err := os.Open(lay.Path)
+		if err != nil {
+			<-hostDone
+			return err
+		}
+		defer f.Close()
+		sg := segment{f: f, off: lay.UploadOff, n: lay.UploadLen, dst: data + DevPtr(dataOff[i]), work: -1}
+		if lay.Packed {
+			if workOff[i] < 0 {
+				continue // decoded on the CPU
+			}
+			sg.dst, sg.work = work+DevPtr(workOff[i]), workOff[i]
+		}
+		segs = append(segs, sg)
+	}
+	err = l.upload(segs, ready)
 	if herr := <-hostDone; err == nil {
 		err = herr
 	}
 	st.CPU += hostTime
-	if err != nil {
-		return err
-	}
-	for _, h := range lay.Host {
-		if err := l.dev.copyIn(data+DevPtr(h.Off), h.Bytes); err != nil {
-			return err
+	if err == nil && pieces > 0 {
+		th := time.Now()
+		blob := make([]byte, 24*pieces, 24*pieces+hostBytes)
+		k := 0
+		for i, lay := range lays {
+			for _, h := range lay.Host {
+				for at := int64(0); at < h.Len; at += ScatterPiece {
+					n := min(ScatterPiece, h.Len-at)
+					binary.LittleEndian.PutUint64(blob[24*k:], uint64(len(blob)))
+					binary.LittleEndian.PutUint64(blob[24*k+8:], uint64(dataOff[i]+h.Off+at))
+					binary.LittleEndian.PutUint64(blob[24*k+16:], uint64(n))
+					blob = append(blob, h.Bytes[at:at+n]...)
+					k++
+				}
+			}
 		}
-		st.DeviceBytes += int64(len(h.Bytes))
+		if err = l.dev.copyIn(work+DevPtr(blobOff), blob); err == nil {
+			err = l.dev.scatterBlob(work+DevPtr(blobOff), int(pieces), data)
+		}
+		st.DeviceBytes += int64(len(blob))
+		st.HostCopy += time.Since(th)
 	}
 	st.Read += time.Since(t1)
-	if lay.Plan == nil {
+	if plan == nil && pieces == 0 {
+		return err
+	}
+	// Whatever happened, the launched blocks finish before the buffers go.
+	t2 := time.Now()
+	werr := l.dev.wait()
+	st.Decode += time.Since(t2)
+	if err != nil {
+		return err
+	}
+	if werr != nil {
+		return werr
+	}
+	if plan == nil {
 		return nil
 	}
-	t2 := time.Now()
-	err = l.decode(lay.Plan, work, work+DevPtr(metaOff), data, work+DevPtr(statusOff))
-	st.Decode += time.Since(t2)
-	st.DeviceBytes += int64(len(lay.Plan.Meta))
-	st.Spans += len(lay.Plan.Spans)
-	st.Groups += lay.Plan.Groups
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+	if launched != plan.Blocks {
+		return fmt.Errorf("cuda: %d of %d blocks never launched", plan.Blocks-launched, plan.Blocks)
 	}
-	return nil
+	return l.check(plan, meta, status)
 }
 
-// workLayout places a packed file's work buffer: the payload section and
-// PackedPad, then the plan's Meta and the status words, each 256-aligned.
-func workLayout(lay *Layout) (metaOff, statusOff int64, n uint64) {
-	metaOff = alignOut(lay.UploadLen + PackedPad)
-	statusOff = metaOff
-	if lay.Plan != nil {
-		statusOff = alignOut(metaOff + int64(len(lay.Plan.Meta)))
-		return metaOff, statusOff, uint64(statusOff + 4*int64(lay.Plan.Groups))
-	}
-	return metaOff, statusOff, uint64(metaOff)
-}
-
-// decode runs the kernel of plan p over the packed buffer into out, with
-// meta and status in device memory, and checks every group's status.
-func (l *Loader) decode(p *Plan, packed, meta, out, status DevPtr) error {
+// check reads the kernel's summary words and, when a group failed, the
+// status words, and names the first failed group.
+func (l *Loader) check(p *Plan, meta, status DevPtr) error {
 	d := l.dev
-	if err := d.copyIn(meta, p.Meta); err != nil {
-		return err
-	}
-	if err := d.launch(p, packed, meta, out, status); err != nil {
-		return err
-	}
 	var sum [8]byte
 	if err := d.copyOut(sum[:], meta+DevPtr(p.SummaryOff)); err != nil {
 		return err
@@ -321,7 +584,11 @@ func (l *Loader) decode(p *Plan, packed, meta, out, status DevPtr) error {
 // file, its bytes). It returns the load's stats and the first mismatch of
 // each file that has one.
 func (l *Loader) Verify(path string) (*Stats, []*Mismatch, error) {
+	// Verify checks the kernel: every packed file is decoded by it.
+	below := l.CPUBelow
+	l.CPUBelow = 0
 	m, err := l.Load(path)
+	l.CPUBelow = below
 	if err != nil {
 		return nil, nil, err
 	}

@@ -161,6 +161,11 @@ func TestLoaderEmulated(t *testing.T) {
 	if st.Packed != 1 || st.Spans == 0 || st.Groups == 0 || st.TensorBytes != int64(len(orig))-8-int64(binary.LittleEndian.Uint64(orig)) {
 		t.Fatalf("stats %+v", st)
 	}
+	// The emulated loader's 64 KiB staging chunks arrive out of order; the
+	// blocks start in several launches as their payloads arrive.
+	if int64(len(pk)) > 4*l.chunk && st.Launches < 2 || st.Launches < 1 {
+		t.Fatalf("%d launches for a %d-byte packed file", st.Launches, len(pk))
+	}
 	if _, bad, err := l.Verify(plain); err != nil || len(bad) > 0 {
 		t.Fatalf("verify plain: %v %v", err, bad)
 	}
@@ -217,6 +222,15 @@ func TestLoaderEmulated(t *testing.T) {
 	if err != nil || len(bad) > 0 || st.Files != 3 || st.Packed != 3 || st.TensorBytes != want {
 		t.Fatalf("sharded: %v %v %+v", err, bad, st)
 	}
+	// Small shards load as one batch: one data buffer, one plan.
+	m, err = l.Load(sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.allocs) != 1 || m.Stats.Launches > 3 || m.files[1].data <= m.files[0].data {
+		t.Fatalf("sharded load: %d device buffers, %d launches", len(m.allocs), m.Stats.Launches)
+	}
+	m.Free()
 }
 
 // Damage in a payload stops the load with an error naming the tensor and

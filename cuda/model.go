@@ -27,12 +27,19 @@ type Stats struct {
 	TensorBytes int64 // bytes of the tensors as loaded
 	Spans       int   // spans decoded on the GPU
 	Groups      int   // groups decoded on the GPU (one thread each)
+	Launches    int   // kernel launches (blocks start as their bytes arrive)
+	CPUDecoded  int   // packed files decoded on the CPU (Loader.CPUBelow)
 	// Total is the wall time from opening the first file to the last
 	// tensor being on the device, checked. Read is the part spent reading
-	// files and copying them to the device (overlapped), Decode the
-	// kernels' part (launch to checked status), CPU the CPU's part of
-	// packed files (metadata, tensors of the meta section).
+	// files and copying them to the device (overlapped, and the kernels
+	// run beside it), Decode the wait for the kernels after the last copy,
+	// CPU the CPU's part of packed files (metadata, tensors of the meta
+	// section).
 	Total, Read, Decode, CPU time.Duration
+	// Alloc is the part spent allocating device memory, HostCopy copying
+	// the CPU's tensors (both within Read); Layout the headers and plans
+	// of every file, read before the first byte is uploaded.
+	Alloc, HostCopy, Layout time.Duration
 }
 
 // GBps is the tensor bytes made ready per second of Total, in 10^9 bytes.
@@ -58,10 +65,13 @@ func (s *Stats) String() string {
 	} else if s.Packed > 0 {
 		kind = fmt.Sprintf("%d packed, %d plain", s.Packed, s.Files-s.Packed)
 	}
+	if s.CPUDecoded > 0 {
+		kind += fmt.Sprintf(", %d decoded on the CPU", s.CPUDecoded)
+	}
 	return fmt.Sprintf("%d file(s) (%s): read %d bytes, %d tensor bytes on the device in %v (%.2f GB/s of tensors, %.2f GB/s read); "+
-		"read+copy %v, GPU decode %v (%d spans, %d groups), CPU %v",
+		"read+copy %v, GPU decode %v after it (%d spans, %d groups, %d launches), CPU %v",
 		s.Files, kind, s.FileBytes, s.TensorBytes, s.Total.Round(time.Microsecond), s.GBps(), s.ReadGBps(),
-		s.Read.Round(time.Microsecond), s.Decode.Round(time.Microsecond), s.Spans, s.Groups, s.CPU.Round(time.Microsecond))
+		s.Read.Round(time.Microsecond), s.Decode.Round(time.Microsecond), s.Spans, s.Groups, s.Launches, s.CPU.Round(time.Microsecond))
 }
 
 // Mismatch is the first difference Verify found in one file.

@@ -17,6 +17,14 @@ var decodePTX []byte
 // KernelName is the decode kernel's (extern "C") name in the PTX.
 const KernelName = "glyd_decode"
 
+// ScatterKernelName is the kernel that puts the CPU's bytes in place: a
+// blob of (source, destination, length) u64 triples, one per block, then
+// the bytes; each piece at most ScatterPiece bytes (kernels/decode.cu).
+const (
+	ScatterKernelName = "glyd_scatter"
+	ScatterPiece      = 65536
+)
+
 // PTX returns the embedded PTX text of the decode kernel.
 func PTX() []byte { return decodePTX }
 
@@ -27,12 +35,14 @@ const (
 	// of a block belong to one span, whose code table the block expands
 	// into shared memory.
 	BlockThreads = 128
-	// PackedPad is the bytes the packed buffer needs past its end: the
-	// kernel reads through aligned 4-byte loads, up to 8 bytes past a
-	// stream's end. Their values do not matter: bits read past a stream's
-	// end never decide a value (a prefix code: a code that would need them
-	// is refused as "stream ends inside a value" whatever they are).
-	PackedPad = 16
+	// PackedPad is the bytes the packed buffer (16-aligned) needs past its
+	// end: the kernel reads through aligned 16-byte loads, up to 8 bytes
+	// past a stream's end, then to the end of that 16-byte line, and one
+	// line ahead: at most 40 bytes past the buffer's last byte. Their values do not
+	// matter: bits read past a stream's end never decide a value (a prefix
+	// code: a code that would need them is refused as "stream ends inside
+	// a value" whatever they are).
+	PackedPad = 48
 	// OutAlign aligns the parts of a packed file's work buffer on the
 	// device.
 	OutAlign = 256

@@ -51,9 +51,10 @@ func openLoader(ordinal int) (*cuda.Loader, func(), error) {
 
 type gpuLoadCmd struct {
 	gpuFlags
-	Plain  bool `help:"Read the file as plain safetensors and copy it to the device as it is (the baseline)."`
-	Repeat int  `default:"1" placeholder:"N" help:"Load N times (freeing in between) and report the fastest and the median."`
-	JSON   bool `help:"Print JSON with exact numbers."`
+	Plain   bool `help:"Read the file as plain safetensors and copy it to the device as it is (the baseline)."`
+	Repeat  int  `default:"1" placeholder:"N" help:"Load N times (freeing in between) and report the fastest and the median."`
+	GPUOnly bool `name:"gpu-only" help:"Decode every packed file with the kernel, also batches under a megabyte (which decode faster on the CPU)."`
+	JSON    bool `help:"Print JSON with exact numbers."`
 }
 
 // gpuLoadJSON is what gpu load --json prints.
@@ -67,13 +68,18 @@ type gpuLoadJSON struct {
 	TensorBytes int64   `json:"tensor_bytes"`
 	Spans       int     `json:"spans"`
 	Groups      int     `json:"groups"`
+	Launches    int     `json:"launches"` // kernel launches of the best run
+	CPUDecoded  int     `json:"cpu_decoded"`
 	Repeat      int     `json:"repeat"`
 	BestS       float64 `json:"best_s"`
 	MedianS     float64 `json:"median_s"`
 	ReadS       float64 `json:"read_s"`   // of the best run
 	DecodeS     float64 `json:"decode_s"` // of the best run
 	CPUS        float64 `json:"cpu_s"`    // of the best run
-	GBps        float64 `json:"gbps"`     // tensor bytes / best
+	AllocS      float64 `json:"alloc_s"`  // of the best run
+	HostCopyS   float64 `json:"hostcopy_s"`
+	LayoutS     float64 `json:"layout_s"`
+	GBps        float64 `json:"gbps"` // tensor bytes / best
 	ReadGBps    float64 `json:"read_gbps"`
 	SetupS      float64 `json:"setup_s"` // PTX JIT and pinning, once
 	Device      string  `json:"device"`
@@ -88,6 +94,9 @@ func (c *gpuLoadCmd) Run() error {
 		return err
 	}
 	defer done()
+	if c.GPUOnly {
+		l.CPUBelow = 0
+	}
 	load := l.Load
 	mode := "packed"
 	if c.Plain {
@@ -122,9 +131,9 @@ func (c *gpuLoadCmd) Run() error {
 		e.SetIndent("", "  ")
 		return e.Encode(gpuLoadJSON{Path: c.Path, Mode: mode, Files: best.Files, Tensors: tensors,
 			FileBytes: best.FileBytes, DeviceBytes: best.DeviceBytes, TensorBytes: best.TensorBytes,
-			Spans: best.Spans, Groups: best.Groups, Repeat: len(runs),
+			Spans: best.Spans, Groups: best.Groups, Launches: best.Launches, CPUDecoded: best.CPUDecoded, Repeat: len(runs),
 			BestS: best.Total.Seconds(), MedianS: median.Seconds(), ReadS: best.Read.Seconds(),
-			DecodeS: best.Decode.Seconds(), CPUS: best.CPU.Seconds(), GBps: best.GBps(), ReadGBps: best.ReadGBps(),
+			DecodeS: best.Decode.Seconds(), CPUS: best.CPU.Seconds(), AllocS: best.Alloc.Seconds(), HostCopyS: best.HostCopy.Seconds(), LayoutS: best.Layout.Seconds(), GBps: best.GBps(), ReadGBps: best.ReadGBps(),
 			SetupS: l.Setup.Seconds(), Device: l.DeviceName(), Pinned: l.PinErr == nil, PinError: errText(l.PinErr),
 			JITLog: l.JITLog})
 	}

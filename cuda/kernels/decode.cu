@@ -77,24 +77,67 @@ static __device__ __forceinline__ u32 load32u(const u8 *base, u64 off) {
     return (u32)(two >> ((off & 3) * 8));
 }
 
+// 16 bytes, loaded or stored by one instruction (ld/st.global.v4.u32).
+// Each thread reads its own streams and writes its own output, so a warp's
+// accesses hit 32 different places: 16-byte accesses need a quarter of the
+// memory transactions 4-byte ones do (the kernel is bound by them).
+typedef u32 u32x4 __attribute__((ext_vector_type(4)));
+
+// Words fetched 16 bytes at a time: lo, hi hold the next qn (0-4) words,
+// the first in its low bits; nx the 16 bytes after them, loaded one step
+// ahead so that the load's latency passes while the four words before it
+// are decoded (a thread alone on its multiprocessor otherwise waits for
+// every load); v the 16 bytes after nx.
+struct Words {
+    const u32x4 *v;
+    u32x4 nx;
+    u64 lo, hi;
+    u32 qn;
+};
+
+static __device__ __forceinline__ void words_init(Words &q, const u32x4 *v) {
+    q.nx = *v;
+    q.v = v + 1;
+    q.qn = 0;
+}
+
+static __device__ __forceinline__ u32 words_pop(Words &q) {
+    if (q.qn == 0) {
+        q.lo = (u64)q.nx.x | (u64)q.nx.y << 32;
+        q.hi = (u64)q.nx.z | (u64)q.nx.w << 32;
+        q.qn = 4;
+        q.nx = *q.v++;
+    }
+    u32 w = (u32)q.lo;
+    q.lo = q.lo >> 32 | q.hi << 32;
+    q.hi >>= 32;
+    q.qn--;
+    return w;
+}
+
 // An LSB-first bit reader over a byte stream at any alignment: buf holds
-// have bits (have >= 32 after refill), further words come from w.
+// have bits (have >= 32 after refill), further words come from q. It reads
+// the same words as a reader of aligned 4-byte words, through the 16-byte
+// loads that hold them and one more ahead (the buffer is 16-aligned and
+// padded by PackedPad bytes, so those loads stay inside it).
 struct Bits {
-    const u32 *w;
+    Words q;
     u64 buf;
     u32 have;
 };
 
 static __device__ __forceinline__ void bits_init(Bits &r, const u8 *base, u64 off) {
-    r.w = (const u32 *)(base + (off & ~(u64)3));
-    u32 sh = (u32)(off & 3) * 8;
-    r.buf = (u64)(*r.w++) >> sh;
+    const u64 a = (u64)(base + off);
+    words_init(r.q, (const u32x4 *)(a & ~(u64)15));
+    for (u32 i = (u32)(a & 15) >> 2; i; i--) words_pop(r.q);
+    u32 sh = (u32)(a & 3) * 8;
+    r.buf = (u64)words_pop(r.q) >> sh;
     r.have = 32 - sh;
 }
 
 static __device__ __forceinline__ void bits_refill(Bits &r) {
     if (r.have < 32) {
-        r.buf |= (u64)(*r.w++) << r.have;
+        r.buf |= (u64)words_pop(r.q) << r.have;
         r.have += 32;
     }
 }
@@ -105,14 +148,19 @@ static __device__ __forceinline__ void bits_skip(Bits &r, u32 n) {
 }
 
 // An output writer for a byte position of any alignment: values collect
-// in acc and go out as aligned 4-byte stores; the bytes before the first
-// aligned word (head) and after the last (flush) go out one by one, so
-// threads whose groups meet inside a word never store to the same byte.
+// in acc and go out as aligned 16-byte stores. The bytes before the first
+// aligned word (head) and after the last (flush) go out one by one, the
+// words before the first 16-aligned address (whead) and after the last
+// one by one, so threads whose groups meet inside a word never store to
+// the same byte.
 struct Out {
     u8 *p;
     u64 acc;
-    u32 k;    // bytes in acc
-    u32 head; // bytes still to store one by one before p is aligned
+    u32 k;     // bytes in acc
+    u32 head;  // bytes still to store one by one before p is 4-aligned
+    u32 whead; // then words to store one by one before p is 16-aligned
+    u64 v0, v1;
+    u32 vn; // words collected in v0, v1 for the next 16-byte store
 };
 
 static __device__ __forceinline__ void out_init(Out &o, u8 *p) {
@@ -120,6 +168,30 @@ static __device__ __forceinline__ void out_init(Out &o, u8 *p) {
     o.acc = 0;
     o.k = 0;
     o.head = (u32)(4 - ((u64)p & 3)) & 3;
+    o.whead = ((u32)(16 - (((u64)p + o.head) & 15)) & 15) >> 2;
+    o.v0 = o.v1 = 0;
+    o.vn = 0;
+}
+
+static __device__ __forceinline__ void out_word(Out &o, u32 w) {
+    if (o.whead) {
+        *(u32 *)o.p = w;
+        o.p += 4;
+        o.whead--;
+        return;
+    }
+    if (o.vn < 2) {
+        o.v0 |= (u64)w << (32 * o.vn);
+    } else {
+        o.v1 |= (u64)w << (32 * (o.vn - 2));
+    }
+    if (++o.vn == 4) {
+        u32x4 x = {(u32)o.v0, (u32)(o.v0 >> 32), (u32)o.v1, (u32)(o.v1 >> 32)};
+        *(u32x4 *)o.p = x;
+        o.p += 16;
+        o.v0 = o.v1 = 0;
+        o.vn = 0;
+    }
 }
 
 // out_put appends the nb (2 or 4) low bytes of v.
@@ -133,14 +205,18 @@ static __device__ __forceinline__ void out_put(Out &o, u32 v, u32 nb) {
         o.head--;
     }
     if (o.k >= 4) {
-        *(u32 *)o.p = (u32)o.acc;
-        o.p += 4;
+        out_word(o, (u32)o.acc);
         o.acc >>= 32;
         o.k -= 4;
     }
 }
 
 static __device__ __forceinline__ void out_flush(Out &o) {
+    for (u32 i = 0; i < o.vn; i++) {
+        *(u32 *)o.p = (u32)((i < 2 ? o.v0 : o.v1) >> (32 * (i & 1)));
+        o.p += 4;
+    }
+    o.vn = 0;
     while (o.k) {
         *o.p++ = (u8)o.acc;
         o.acc >>= 8;
@@ -192,13 +268,13 @@ static __device__ __forceinline__ u32 assemble16(u32 kind, u32 word, u32 r) {
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 glyd_decode(const u8 *packed, const SpanDesc *spans, const u32 *blocks, const u8 *tables, u8 *out, u32 *status,
-            u32 *summary) {
+            u32 *summary, u32 blockBase) {
     __shared__ u32 lut[1 << MAX_LUT_BITS];
     __shared__ u32 crct[4][256];
     __shared__ u32 count[TABLE_COUNTS], firstCode[TABLE_COUNTS], firstIndex[TABLE_COUNTS];
 
     const u32 t = tid_x();
-    const u32 b = ctaid_x();
+    const u32 b = blockBase + ctaid_x(); // a launch covers blocks [blockBase, blockBase + grid)
     const u32 si = blocks[2 * b];
     const u32 g = blocks[2 * b + 1] + t;
     const SpanDesc d = spans[si];
@@ -291,7 +367,8 @@ glyd_decode(const u8 *packed, const SpanDesc *spans, const u32 *blocks, const u8
             if (rawBits) {
                 bits_init(r, packed, d.raw + first);
             } else {
-                r.w = (const u32 *)packed; // never read
+                r.q.v = (const u32x4 *)packed; // never read
+                r.q.qn = 0;
                 r.buf = 0;
                 r.have = 32;
             }
@@ -328,4 +405,18 @@ glyd_decode(const u8 *packed, const SpanDesc *spans, const u32 *blocks, const u8
         __atomic_fetch_add(&summary[0], 1u, __ATOMIC_RELAXED);
         __nvvm_atom_min_gen_ui(&summary[1], d.statusBase + g);
     }
+}
+
+// glyd_scatter copies the bytes the CPU produced (the tensors a packed
+// file keeps in its meta section, or whole data sections decoded on the
+// CPU) from one uploaded blob to their places: the blob opens with one
+// (source offset in the blob, destination offset, length) triple of u64
+// per block, each at most SCATTER_PIECE bytes. One upload and one launch
+// instead of a copy per range (each ~30 µs through the driver).
+#define SCATTER_PIECE 65536
+
+extern "C" __global__ void __launch_bounds__(THREADS) glyd_scatter(const u8 *blob, u8 *dst) {
+    const u64 *r = (const u64 *)blob + 3 * (u64)ctaid_x();
+    const u64 src = r[0], off = r[1], n = r[2];
+    for (u64 i = tid_x(); i < n; i += THREADS) dst[off + i] = blob[src + i];
 }

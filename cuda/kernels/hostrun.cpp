@@ -91,10 +91,12 @@ int main(int argc, char **argv) {
     for (unsigned t = 0; t < THREADS; t++) {
         threads.emplace_back([&, t] {
             g_tid = t;
+            // One launch per block (grid 1, blockBase b), as a loader
+            // that launches blocks as their bytes arrive may.
             for (unsigned b = 0; b < blocks; b++) {
-                g_bid = b;
+                g_bid = 0;
                 glyd_decode(packed, (const SpanDesc *)(meta + descOff), (const u32 *)(meta + blockOff),
-                            meta + tableOff, out, status, (u32 *)(meta + summaryOff));
+                            meta + tableOff, out, status, (u32 *)(meta + summaryOff), b);
                 bar.arrive_and_wait(); // the block's shared memory is free again
             }
         });
