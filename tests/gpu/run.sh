@@ -42,11 +42,21 @@ if command -v go >/dev/null 2>&1 && go build -o bin/glyd ./cmd/glyd 2>"$WORK/bui
 	GLYD=bin/glyd
 	go build -o "$WORK/synth" ./tests/gpu/synth && SYNTH=$WORK/synth
 	go test -c -o "$WORK/tensor.test" ./tensor && TENSORTEST=$WORK/tensor.test
+	go build -o "$WORK/glydfs" ./cmd/glydfs && GLYDFS=$WORK/glydfs
 	built="built here with $(go version | cut -d' ' -f3)"
 elif [ -x "$PREP/glyd" ]; then
 	GLYD=$PREP/glyd
-	SYNTH=$PWD/$PREP/synth
-	TENSORTEST=$PWD/$PREP/tensor.test
+	# prep.sh ships the other binaries compressed with glyd.
+	for b in synth tensor.test glydfs; do
+		if [ -f "$PREP/$b.glyd" ]; then
+			"$GLYD" compress -d -q -c "$PREP/$b.glyd" >"$WORK/$b" && chmod +x "$WORK/$b"
+		elif [ -x "$PREP/$b" ]; then
+			cp "$PREP/$b" "$WORK/$b"
+		fi
+	done
+	SYNTH=$WORK/synth
+	TENSORTEST=$WORK/tensor.test
+	[ -x "$WORK/glydfs" ] && GLYDFS=$WORK/glydfs
 	built="prebuilt by tests/gpu/prep.sh ($(cat "$PREP/VERSION" 2>/dev/null))"
 else
 	cat "$WORK/build.log" 2>/dev/null >&2
@@ -60,9 +70,25 @@ if [ $# -ge 1 ]; then
 	SRC=$1
 else
 	SRC=
-	for d in ../shared/corpus/weights /work/shared/corpus/weights shared/corpus/weights "$PREP/corpus"; do
+	for d in ../shared/corpus/weights /work/shared/corpus/weights shared/corpus/weights; do
 		if [ -d "$d" ]; then SRC=$d; break; fi
 	done
+	# prep.sh's copy: packed, with the originals' SHA-256. Unpacked here
+	# and checked byte for byte before anything is measured.
+	if [ -z "$SRC" ] && [ -f "$PREP/corpus/SHA256SUMS" ]; then
+		SRC=$WORK/corpus
+		while IFS= read -r p; do
+			rel=${p#"$PREP/corpus/"}
+			mkdir -p "$SRC/$(dirname "$rel")"
+			"$GLYD" unpack "$p" "$SRC/${rel%.glyt}" >/dev/null 2>&1 || { log "glyd unpack $p failed"; fail=1; }
+		done < <(find "$PREP/corpus" -name '*.glyt')
+		if (cd "$SRC" && sha256sum --quiet -c "$OLDPWD/$PREP/corpus/SHA256SUMS" >&2); then
+			log "corpus: unpacked $(wc -l <"$PREP/corpus/SHA256SUMS") files from $PREP/corpus, every SHA-256 matches the original's"
+		else
+			log "corpus: unpacked files differ from the originals"
+			fail=1
+		fi
+	fi
 fi
 files=()
 if [ -n "$SRC" ] && [ -f "$SRC" ]; then
@@ -156,6 +182,67 @@ if [ "$SYNTH_MB" != 0 ] && [ -x "${SYNTH:-}" ]; then
 	fi
 fi
 
+# --- through a glydfs mount ---------------------------------------------
+# What an ML engineer does: the weights copied into a glydfs mount (stored
+# packed), then loaded from it. `glyd gpu load MOUNT/ckpt` reads the packed
+# forms under MOUNT/.glyd/packed and decodes on the GPU; `--plain` reads the
+# files' decoded bytes through FUSE. Cold: a fresh mount over the store and
+# the page cache dropped before each.
+MOUNTREP=
+if [ -n "${GLYDFS:-}" ] && [ -e /dev/fuse ] && [ ${#files[@]} -gt 0 ]; then
+	ST=$WORK/store
+	MNT=$WORK/mnt
+	mkdir -p "$MNT"
+	mounted() { grep -q " $MNT fuse" /proc/mounts; }
+	umnt() {
+		umount "$MNT" 2>/dev/null || fusermount3 -u "$MNT" 2>/dev/null || fusermount -u "$MNT" 2>/dev/null
+		for _ in $(seq 100); do mounted || return 0; sleep 0.1; done
+		return 1
+	}
+	# After an unmount the old glydfs still closes the store for a moment
+	# (and a second glydfs refuses a store in use): retry.
+	mnt() {
+		for _ in $(seq 100); do
+			"$GLYDFS" "$ST" "$MNT" >>"$WORK/glydfs.log" 2>&1 && mounted && return 0
+			sleep 0.1
+		done
+		return 1
+	}
+	cold() { umnt && mnt && sync && { echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }; }
+	if mnt; then
+		trap 'umnt; rm -rf "$WORK"' EXIT
+		mkdir -p "$MNT/ckpt"
+		: >"$WORK/mount.sums"
+		i=0
+		for f in "${files[@]}"; do
+			i=$((i + 1))
+			cp "$f" "$MNT/ckpt/$i.safetensors"
+			echo "$(sha256sum <"$f" | cut -d' ' -f1)  $i.safetensors" >>"$WORK/mount.sums"
+		done
+		npk=$(ls "$MNT/.glyd/packed/ckpt" 2>/dev/null | wc -l)
+		if cold; then
+			mp=$("$GLYD" gpu load "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE)
+			cold
+			ml=$("$GLYD" gpu load --plain "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE)
+			wp=$("$GLYD" gpu load --repeat "$REPEAT" "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE | tr "\n" " ")
+			wl=$("$GLYD" gpu load --plain --repeat "$REPEAT" "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE | tr "\n" " ")
+			mv=$("$GLYD" gpu verify "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE)
+			mvrc=$?
+			sums=$(cd "$MNT/ckpt" && sha256sum --quiet -c "$WORK/mount.sums" 2>&1 && echo "every file reads back with its original SHA-256")
+			[ "$mvrc" = 0 ] && [ -n "$sums" ] || fail=1
+			MOUNTREP=$(printf 'files copied in: %d; packed forms under .glyd/packed: %d\ncold, packed (.glyd/packed, decoded on the GPU): %s\ncold, plain (decoded bytes through FUSE):      %s\nwarm, packed: %s\nwarm, plain:  %s\nverify: %s\nread back: %s\n' \
+				"$i" "$npk" "$mp" "$ml" "$wp" "$wl" "$mv" "${sums:-SHA-256 MISMATCH}")
+			log "mount: $MOUNTREP"
+		else
+			log "glydfs could not mount again: $(tail -2 "$WORK/glydfs.log")"
+			fail=1
+		fi
+		umnt
+	else
+		log "glydfs could not mount here: $(tail -2 "$WORK/glydfs.log")"
+	fi
+fi
+
 # CPU decode on 1 core and on all of them.
 CPUS=$(nproc)
 CPUBENCH=
@@ -166,9 +253,9 @@ fi
 
 # --- report -------------------------------------------------------------
 mkdir -p "$(dirname "$REPORT")"
-python3 - "$JSONL" "$VERIFY" "$built" "$DOCTOR" "$COLD" "$CPUBENCH" "$(date -u +%Y-%m-%dT%H:%MZ)" "$REPEAT" "$CPUS" "$EMULATED" "$DIRWARM" >"$REPORT" <<'EOF'
+python3 - "$JSONL" "$VERIFY" "$built" "$DOCTOR" "$COLD" "$CPUBENCH" "$(date -u +%Y-%m-%dT%H:%MZ)" "$REPEAT" "$CPUS" "$EMULATED" "$DIRWARM" "$MOUNTREP" >"$REPORT" <<'EOF'
 import json, sys
-jsonl, verify, built, doctor, cold, cpubench, date, repeat, cpus, emulated, dirwarm = sys.argv[1:]
+jsonl, verify, built, doctor, cold, cpubench, date, repeat, cpus, emulated, dirwarm, mountrep = sys.argv[1:]
 rows = [json.loads(l) for l in open(jsonl) if l.strip()]
 def gpuwait(p):
     if p.get("cpu_decoded"):
@@ -232,6 +319,14 @@ if cold:
     w("```\n" + cold.strip() + "\n```\n")
 else:
     w("Cold-cache loads: not measured (the page cache could not be dropped here).\n")
+if mountrep:
+    w("Through a glydfs mount: the files copied into `MOUNT/ckpt/` (glydfs stores them packed), then loaded as one "
+      "directory: `glyd gpu load MOUNT/ckpt` reads the packed forms under `MOUNT/.glyd/packed/` and decodes them on "
+      "the GPU, `--plain` reads the decoded bytes through FUSE. Cold: a fresh mount and the page cache dropped; warm: "
+      f"best of {repeat}.\n")
+    w("```\n" + mountrep.strip() + "\n```\n")
+else:
+    w("Through a glydfs mount: not measured (no glydfs binary or no /dev/fuse here).\n")
 w("`glyd gpu verify` output:\n")
 w("```\n" + open(verify).read().strip() + "\n```\n")
 if cpubench:
