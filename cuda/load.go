@@ -46,6 +46,7 @@ type Loader struct {
 	// decoded on the CPU rather than by the kernel (DefaultCPUBelow; 0:
 	// always the kernel).
 	CPUBelow int64
+	batch    int64 // batchBytes; tests make it small
 }
 
 // DefaultCPUBelow: below about a megabyte the CPU's decode (~2 GB/s a
@@ -72,7 +73,7 @@ func (l *Loader) workBuffer(n uint64) (DevPtr, error) {
 
 func newLoader(dev backend, chunk int64) (*Loader, error) {
 	t0 := time.Now()
-	l := &Loader{dev: dev, free: make(chan []byte, stageCount), chunk: chunk, CPUBelow: DefaultCPUBelow}
+	l := &Loader{dev: dev, free: make(chan []byte, stageCount), chunk: chunk, CPUBelow: DefaultCPUBelow, batch: batchBytes}
 	for range stageCount {
 		b := make([]byte, chunk)
 		if l.PinErr == nil {
@@ -116,10 +117,9 @@ func (l *Loader) Close() {
 // DeviceName names the device the loader loads onto.
 func (l *Loader) DeviceName() string { return l.dev.name() }
 
-// batchBytes bounds the packed bytes one batch of files uploads into its
-// work buffer (a larger file is a batch of its own): small files share one
-// plan and few launches, while device memory beyond the tensors stays
-// bounded.
+// batchBytes bounds the bytes one batch of files uploads (Loader.batch; a
+// larger file is a batch of its own): small files share one plan and few
+// launches, while device memory beyond the tensors stays bounded.
 const batchBytes = 1 << 30
 
 // segment is one file range uploaded to device address dst. work is its
@@ -312,7 +312,7 @@ func (l *Loader) load(path string, packed bool, layout func(string) (*Layout, er
 	}
 	for i := 0; i < len(lays); {
 		j, n := i+1, lays[i].UploadLen
-		for j < len(lays) && n+lays[j].UploadLen <= batchBytes {
+		for j < len(lays) && n+lays[j].UploadLen <= l.batch {
 			n += lays[j].UploadLen
 			j++
 		}

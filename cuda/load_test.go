@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -359,4 +360,100 @@ func TestCorpusEmulated(t *testing.T) {
 		}
 		t.Logf("%s/%s: %d coded spans, %d groups, %d CPU ranges", filepath.Base(filepath.Dir(f)), filepath.Base(f), spans, groups, len(l.Host))
 	}
+}
+
+// A folder of packed and plain files loads in batches: one per file when
+// batches are small, one for all otherwise, with the kernel or (small
+// loads) on the CPU; every tensor lands where a plain load puts it, and a
+// damaged file in a batch is named.
+func TestLoaderEmulatedBatches(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string][]byte{} // file name on disk → data section
+	for i := range 4 {
+		orig := mixedModel(t, uint64(20+i))
+		name := fmt.Sprintf("m%d.safetensors", i)
+		writeTemp(t, dir, name+PackedSuffix, packFile(t, orig, 8))
+		f, _ := safetensors.Parse(orig)
+		want[name+PackedSuffix] = orig[f.DataStart:]
+	}
+	plain := mixedModel(t, 30)
+	writeTemp(t, dir, "z.safetensors", plain)
+	f, _ := safetensors.Parse(plain)
+	want["z.safetensors"] = plain[f.DataStart:]
+
+	l := NewEmulatedLoader()
+	defer l.Close()
+	check := func(what string, m *Model, buffers, cpuDecoded int) {
+		t.Helper()
+		if len(m.files) != 5 || len(m.allocs) != buffers || m.Stats.CPUDecoded != cpuDecoded || m.Stats.Packed != 4 {
+			t.Fatalf("%s: %d files, %d device buffers, %d decoded on the CPU, %d packed", what, len(m.files), len(m.allocs), m.Stats.CPUDecoded, m.Stats.Packed)
+		}
+		if cpuDecoded == 4 && m.Stats.Launches != 0 {
+			t.Fatalf("%s: %d launches with every file decoded on the CPU", what, m.Stats.Launches)
+		}
+		for _, lf := range m.files {
+			got := make([]byte, lf.layout.DataLen)
+			if err := l.dev.copyOut(got, lf.data); err != nil {
+				t.Fatal(err)
+			}
+			if w := want[filepath.Base(lf.layout.Path)]; !bytes.Equal(got, w) {
+				t.Fatalf("%s: %s: wrong bytes on the device", what, lf.layout.Path)
+			}
+		}
+	}
+	l.CPUBelow = 0
+	m, err := l.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("one batch, kernel", m, 1, 0)
+	m.Free()
+
+	l.batch = 1
+	m, err = l.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a batch per file, kernel", m, 5, 0)
+	m.Free()
+
+	// On the CPU: each data section (over 64 KiB: several scatter
+	// pieces) goes up in the blob.
+	l.batch, l.CPUBelow = batchBytes, 1<<30
+	if len(want["m0.safetensors"+PackedSuffix]) <= ScatterPiece {
+		t.Fatalf("test model too small to need several scatter pieces")
+	}
+	m, err = l.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("one batch, CPU", m, 1, 4)
+	m.Free()
+
+	// Damage in the third file: the error names it; the loader works on.
+	l.CPUBelow = 0
+	pk, _ := os.ReadFile(filepath.Join(dir, "m2.safetensors"+PackedSuffix))
+	pf, err := packed.Open(pk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, n := pf.PayloadSection()
+	bad := bytes.Clone(pk)
+	for i := off + n/3; i < off+n/3+64; i++ {
+		bad[i] ^= 0x5a
+	}
+	writeTemp(t, dir, "m2.safetensors"+PackedSuffix, bad)
+	if m, err := l.Load(dir); err == nil {
+		m.Free()
+		t.Fatal("a damaged payload loaded")
+	} else if !strings.Contains(err.Error(), "m2.safetensors") {
+		t.Fatalf("error does not name the file: %v", err)
+	}
+	writeTemp(t, dir, "m2.safetensors"+PackedSuffix, pk)
+	m, err = l.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after a failed load", m, 1, 0)
+	m.Free()
 }

@@ -199,11 +199,20 @@ func appendTable(dst []byte, c *tensor.Code) ([]byte, int, int, error) {
 	for _, k := range count {
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(k))
 	}
-	for l := 1; l <= tb; l++ {
-		for s, sl := range c.Lens {
-			if int(sl) == l {
-				dst = binary.LittleEndian.AppendUint16(dst, symbolWord(c, s))
-			}
+	// The symbols sorted by (length, symbol): one pass, each symbol put
+	// at its length's next slot (a plan has a table per span, and a
+	// 16-bit alphabet is large).
+	var next [tableCounts]int
+	for l, at := 1, 0; l <= tb; l++ {
+		next[l] = at
+		at += count[l]
+	}
+	base := len(dst)
+	dst = append(dst, make([]byte, 2*n)...)
+	for s, l := range c.Lens {
+		if l != 0 {
+			binary.LittleEndian.PutUint16(dst[base+2*next[l]:], symbolWord(c, s))
+			next[l]++
 		}
 	}
 	return dst, tb, n, nil

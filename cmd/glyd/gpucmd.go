@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"time"
 
@@ -51,10 +52,11 @@ func openLoader(ordinal int) (*cuda.Loader, func(), error) {
 
 type gpuLoadCmd struct {
 	gpuFlags
-	Plain   bool `help:"Read the file as plain safetensors and copy it to the device as it is (the baseline)."`
-	Repeat  int  `default:"1" placeholder:"N" help:"Load N times (freeing in between) and report the fastest and the median."`
-	GPUOnly bool `name:"gpu-only" help:"Decode every packed file with the kernel, also batches under a megabyte (which decode faster on the CPU)."`
-	JSON    bool `help:"Print JSON with exact numbers."`
+	Plain   bool   `help:"Read the file as plain safetensors and copy it to the device as it is (the baseline)."`
+	Repeat  int    `default:"1" placeholder:"N" help:"Load N times (freeing in between) and report the fastest and the median."`
+	GPUOnly bool   `name:"gpu-only" help:"Decode every packed file with the kernel, also batches under a megabyte (which decode faster on the CPU)."`
+	Profile string `name:"cpuprofile" placeholder:"FILE" help:"Write a Go CPU profile of the loads (not of the set-up) to FILE."`
+	JSON    bool   `help:"Print JSON with exact numbers."`
 }
 
 // gpuLoadJSON is what gpu load --json prints.
@@ -101,6 +103,17 @@ func (c *gpuLoadCmd) Run() error {
 	mode := "packed"
 	if c.Plain {
 		load, mode = l.LoadPlain, "plain"
+	}
+	if c.Profile != "" {
+		pf, err := os.Create(c.Profile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var runs []cuda.Stats
 	var tensors int

@@ -164,6 +164,11 @@ if [ ${#files[@]} -gt 0 ]; then
 		lj=$(timeout 120 "$GLYD" gpu load --json --plain --repeat "$REPEAT" "$WORK/plainall" 2>"$WORK/load.log") &&
 		DIRWARM=$(python3 -c 'import json,sys; print(json.dumps({"packed": json.loads(sys.argv[1]), "plain": json.loads(sys.argv[2])}))' "$pj" "$lj")
 	[ -n "$DIRWARM" ] || { log "directory load failed: $(tail -1 "$WORK/load.log")"; fail=1; }
+	# GLYD_GPU_PROFILE=DIR: Go CPU profiles of many warm directory loads.
+	if [ -n "${GLYD_GPU_PROFILE:-}" ]; then
+		"$GLYD" gpu load --repeat 200 --cpuprofile "$GLYD_GPU_PROFILE/dir-packed.prof" "$WORK/packedall" >&2
+		"$GLYD" gpu load --plain --repeat 200 --cpuprofile "$GLYD_GPU_PROFILE/dir-plain.prof" "$WORK/plainall" >&2
+	fi
 	if sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
 		cp=$("$GLYD" gpu load "$WORK/packedall" 2>&1 | grep -v GLYD_GPU_EMULATE)
 		echo 3 >/proc/sys/vm/drop_caches
@@ -226,6 +231,9 @@ if [ -n "${GLYDFS:-}" ] && [ -e /dev/fuse ] && [ ${#files[@]} -gt 0 ]; then
 			ml=$("$GLYD" gpu load --plain "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE)
 			wp=$("$GLYD" gpu load --repeat "$REPEAT" "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE | tr "\n" " ")
 			wl=$("$GLYD" gpu load --plain --repeat "$REPEAT" "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE | tr "\n" " ")
+			if [ -n "${GLYD_GPU_PROFILE:-}" ]; then
+				"$GLYD" gpu load --repeat 100 --cpuprofile "$GLYD_GPU_PROFILE/mount-packed.prof" "$MNT/ckpt" >&2
+			fi
 			mv=$("$GLYD" gpu verify "$MNT/ckpt" 2>&1 | grep -v GLYD_GPU_EMULATE)
 			mvrc=$?
 			sums=$(cd "$MNT/ckpt" && sha256sum --quiet -c "$WORK/mount.sums" 2>&1 && echo "every file reads back with its original SHA-256")
