@@ -44,6 +44,7 @@ type Layout struct {
 
 	pf    *packed.File
 	close func()
+	file  *os.File // open from the layout until Close (openLayout)
 }
 
 // HostRange is Len data-section bytes at Off that the CPU produces.
@@ -74,26 +75,48 @@ func tensorLayouts(h *safetensors.Header) []TensorLayout {
 // PlainLayout lays out a plain safetensors file: its data section is
 // uploaded whole and every tensor is used in place (the baseline a packed
 // load is measured against).
-func PlainLayout(path string) (*Layout, error) {
-	f, err := safetensors.ReadFileHeader(path)
-	if err != nil {
-		return nil, err
-	}
-	return &Layout{Path: path, Size: f.Size(), UploadOff: f.DataStart, UploadLen: f.DataSize, DataLen: f.DataSize,
-		Tensors: tensorLayouts(f.Header)}, nil
-}
+func PlainLayout(path string) (*Layout, error) { return openLayout(path, false) }
 
 // FileLayout lays out a packed file or a plain safetensors file, told apart
 // by their first bytes.
-func FileLayout(path string) (*Layout, error) {
-	packed, err := isPacked(path)
+func FileLayout(path string) (*Layout, error) { return openLayout(path, true) }
+
+// openLayout opens path once (on a mount every open is several FUSE round
+// trips): its first bytes tell a packed file from a plain one, and the
+// Layout keeps the file open for the upload, until Close.
+func openLayout(path string, packedOK bool) (*Layout, error) {
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if packed {
-		return PackedLayout(path)
+	l, err := layoutOf(path, fh, packedOK)
+	if err != nil {
+		fh.Close()
+		return nil, err
 	}
-	return PlainLayout(path)
+	l.file = fh
+	return l, nil
+}
+
+func layoutOf(path string, fh *os.File, packedOK bool) (*Layout, error) {
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "load", Path: path, Err: errors.New("not a regular file")}
+	}
+	var magic [4]byte
+	n, _ := fh.ReadAt(magic[:], 0)
+	if packedOK && packed.IsPacked(magic[:n]) {
+		return packedLayoutOf(path, fh, fi.Size())
+	}
+	f, err := safetensors.Read(fh, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &Layout{Path: path, Size: f.Size(), UploadOff: f.DataStart, UploadLen: f.DataSize, DataLen: f.DataSize,
+		Tensors: tensorLayouts(f.Header)}, nil
 }
 
 // PackedSuffix ends a packed shard's name: glyd pack turns a directory's

@@ -491,12 +491,14 @@ func (l *Loader) loadBatch(m *Model, lays []*Layout) error {
 	}()
 	var segs []segment
 	for i, lay := range lays {
-		f, err := os.Open(lay.Path)
-		if err != nil {
-			<-hostDone
-			return err
+		f := lay.file
+		if f == nil { // a Layout made elsewhere
+			if f, err = os.Open(lay.Path); err != nil {
+				<-hostDone
+				return err
+			}
+			defer f.Close()
 		}
-		defer f.Close()
 		sg := segment{f: f, off: lay.UploadOff, n: lay.UploadLen, dst: data + DevPtr(dataOff[i]), work: -1}
 		if lay.Packed {
 			if workOff[i] < 0 {

@@ -35,12 +35,23 @@ func PackedLayout(path string) (*Layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
 	fi, err := fh.Stat()
 	if err != nil {
+		fh.Close()
 		return nil, err
 	}
-	b, unmap, err := mapFile(fh, fi.Size())
+	l, err := packedLayoutOf(path, fh, fi.Size())
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	l.file = fh
+	return l, nil
+}
+
+// packedLayoutOf lays out the packed file open as fh, mapping it.
+func packedLayoutOf(path string, fh *os.File, size int64) (*Layout, error) {
+	b, unmap, err := mapFile(fh, size)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +133,16 @@ func (l *Layout) FillHost() error {
 	return nil
 }
 
-// Close releases what the layout holds (a packed file's mapping).
+// Close releases what the layout holds (a packed file's mapping, the
+// open file).
 func (l *Layout) Close() {
 	if l.close != nil {
 		l.close()
 		l.close = nil
+	}
+	if l.file != nil {
+		l.file.Close()
+		l.file = nil
 	}
 	l.pf = nil
 }
