@@ -61,6 +61,8 @@ type FS struct {
 	maxIno  uint64 // inode numbers below this are reserved in fs/meta
 
 	stagedMem int64 // bytes of staged pages in memory, all files
+
+	packedReads atomic.Int64 // reads served by .glyd/packed files (tests)
 	spillDir  string
 
 	snapMu sync.Mutex // snapshot create/remove

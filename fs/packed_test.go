@@ -334,3 +334,30 @@ func TestPackedDamagedChunkIsEIO(t *testing.T) {
 		}
 	}
 }
+
+// A packed form read again, unchanged, comes from the kernel's page cache
+// (its inode number is stable and the open keeps the cache); once the file
+// is rewritten, the next open reads the new version through glydfs.
+func TestPackedViewKeepsPageCache(t *testing.T) {
+	m := newMount(t)
+	model := modelFile(7, 1<<18)
+	mustWrite(t, m.path("m.safetensors"), model)
+	mustPacked(t, m, "m.safetensors", model)
+	before := m.fsys.packedReads.Load()
+	if before == 0 {
+		t.Fatal("no reads counted")
+	}
+	for range 3 {
+		mustPacked(t, m, "m.safetensors", model)
+	}
+	if n := m.fsys.packedReads.Load(); n != before {
+		t.Errorf("reading an unchanged packed form again made %d reads through glydfs", n-before)
+	}
+	model2 := modelFile(8, 1<<18)
+	mustWrite(t, m.path("m.safetensors"), model2)
+	mustPacked(t, m, "m.safetensors", model2)
+	if n := m.fsys.packedReads.Load(); n == before {
+		t.Error("the new version was not read through glydfs")
+	}
+	mustEqual(t, m.path("m.safetensors"), model2)
+}

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +22,13 @@ import (
 // packed, or stops being, or grows), so the kernel asks each time. (Zero
 // would mean "the mount's default" to go-fuse.)
 const uncached = time.Nanosecond
+
+// packedViewID is the snapshot id the packed view's inode numbers carry
+// above the live inode space (fuseIno): the last one, which snapshots
+// never take.
+const packedViewID = 1<<(64-inoBits) - 1
+
+func packedViewIno(ino uint64) uint64 { return packedViewID<<inoBits | ino }
 
 // packedDir mirrors live directory dir.
 type packedDir struct {
@@ -67,7 +75,9 @@ func (d *packedDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		}
 		out.Attr = ao.Attr
 		out.SetAttrTimeout(uncached)
-		return d.NewInode(ctx, pf, gofs.StableAttr{Mode: syscall.S_IFREG}), 0
+		// A stable inode number: each lookup finds the same kernel inode,
+		// whose page cache an open of an unchanged version keeps.
+		return d.NewInode(ctx, pf, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: packedViewIno(ino)}), 0
 	}
 	return nil, syscall.ENOENT
 }
@@ -77,27 +87,32 @@ type packedFile struct {
 	gofs.Inode
 	fsys *FS
 	ino  uint64
+
+	mu     sync.Mutex
+	opened string // the object the last open read
 }
 
 // object opens the packed form of the file's current version (ENOENT when
-// it is not stored packed).
-func (p *packedFile) object() (*chunkstore.Object, attr, syscall.Errno) {
+// it is not stored packed), and names the object: every committed version
+// has its own.
+func (p *packedFile) object() (*chunkstore.Object, attr, string, syscall.Errno) {
 	a, err := p.fsys.loadAttr(live, p.ino)
 	if err != nil {
-		return nil, a, p.fsys.errno(err, "packed")
+		return nil, a, "", p.fsys.errno(err, "packed")
 	}
 	if !isReg(a.Mode) || !a.packed() {
-		return nil, a, syscall.ENOENT
+		return nil, a, "", syscall.ENOENT
 	}
-	o, err := p.fsys.store.OpenObject(contentNameOf(p.ino, &a))
+	name := contentNameOf(p.ino, &a)
+	o, err := p.fsys.store.OpenObject(name)
 	if err != nil {
-		return nil, a, p.fsys.errno(err, "packed")
+		return nil, a, "", p.fsys.errno(err, "packed")
 	}
-	return o, a, 0
+	return o, a, name, 0
 }
 
 func (p *packedFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	o, a, errno := p.object()
+	o, a, _, errno := p.object()
 	if errno != 0 {
 		return errno
 	}
@@ -120,13 +135,23 @@ func (p *packedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, syscall.EROFS
 	}
-	o, _, errno := p.object()
+	o, _, name, errno := p.object()
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	// No FOPEN_KEEP_CACHE: the file behind the name changes with every
-	// version, so each open starts from a fresh page cache.
-	return &packedHandle{o: o}, 0, 0
+	// The bytes behind the name change with every committed version: an
+	// open of the version the last open read keeps the kernel's page cache
+	// (FOPEN_KEEP_CACHE, as a loader reading a checkpoint again wants);
+	// an open of another version starts from a fresh one.
+	p.mu.Lock()
+	keep := name == p.opened
+	p.opened = name
+	p.mu.Unlock()
+	var fopen uint32
+	if keep {
+		fopen = fuse.FOPEN_KEEP_CACHE
+	}
+	return &packedHandle{o: o}, fopen, 0
 }
 
 func (p *packedFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -137,6 +162,7 @@ func (p *packedFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, 
 	if off >= h.o.Size() {
 		return fuse.ReadResultData(nil), 0
 	}
+	p.fsys.packedReads.Add(1)
 	b := dest[:min(int64(len(dest)), h.o.Size()-off)]
 	if _, err := h.o.ReadAt(b, off); err != nil {
 		p.fsys.log.Printf(".glyd/packed: inode %d at offset %d: %v", p.ino, off, err)

@@ -407,7 +407,7 @@ func (f *FS) CreateSnapshot(name string) error {
 	if err != nil {
 		return err
 	}
-	if id >= 1<<(64-inoBits) {
+	if id >= packedViewID { // the last id numbers .glyd/packed's inodes
 		return syscall.ENOSPC
 	}
 	sv := snapView(id)
