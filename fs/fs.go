@@ -63,7 +63,7 @@ type FS struct {
 	stagedMem int64 // bytes of staged pages in memory, all files
 
 	packedReads atomic.Int64 // reads served by .glyd/packed files (tests)
-	spillDir  string
+	spillDir    string
 
 	snapMu sync.Mutex // snapshot create/remove
 
