@@ -66,7 +66,7 @@ func (d *packedDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	switch {
 	case isDir(mode):
 		dirAttr(&out.Attr, 0o555)
-		return d.NewInode(ctx, &packedDir{fsys: d.fsys, dir: ino}, gofs.StableAttr{Mode: syscall.S_IFDIR}), 0
+		return d.NewInode(ctx, &packedDir{fsys: d.fsys, dir: ino}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: packedViewIno(ino)}), 0
 	case isReg(mode):
 		pf := &packedFile{fsys: d.fsys, ino: ino}
 		var ao fuse.AttrOut
@@ -75,8 +75,10 @@ func (d *packedDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		}
 		out.Attr = ao.Attr
 		out.SetAttrTimeout(uncached)
-		// A stable inode number: each lookup finds the same kernel inode,
-		// whose page cache an open of an unchanged version keeps.
+		// Stable inode numbers, directories' too: a lookup after the
+		// entry timed out finds the same kernel inode (the kernel keeps a
+		// dentry whose lookup returns the node it had), whose page cache
+		// an open of an unchanged version keeps.
 		return d.NewInode(ctx, pf, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: packedViewIno(ino)}), 0
 	}
 	return nil, syscall.ENOENT
