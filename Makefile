@@ -66,7 +66,7 @@ test-noasm:
 	$(GO) test -count=1 -tags noasm -short -timeout 15m $(PKGS)
 
 FUZZ_TARGETS := codec:FuzzDecode codec:FuzzDecodeChunk codec/lz:FuzzDecodeBlock codec/lz:FuzzRoundTrip \
-	delta:FuzzDecode fs:FuzzDecodeAttr chunkstore:FuzzDecodeManifest chunkstore:FuzzDecodeChunkRecord chunkstore/cdc:FuzzSplit
+	delta:FuzzDecode delta:FuzzCompute fs:FuzzDecodeAttr chunkstore:FuzzDecodeManifest chunkstore:FuzzDecodeChunkRecord chunkstore/cdc:FuzzSplit
 
 # Each fuzz target for FUZZTIME (go test allows one -fuzz target per run).
 fuzz:

@@ -67,6 +67,14 @@ var gear = func() (g [256]uint64) {
 
 // Compute returns the sketch of data. Chunks shorter than 64 bytes get an
 // all-zero sketch, which the store never indexes.
+//
+// It runs in two passes over blocks of the chunk: the rolling hash at
+// every position, keeping the sampled values without a branch (one
+// position in 8 at random is a branch mispredicted at every sample), then
+// each feature's maximum over those samples, a transform at a time in two
+// independent lanes. The sketch is
+// the same, bit for bit, as the plain loop's (computeRef in the tests):
+// stores index it.
 func Compute(data []byte) Sketch {
 	var s Sketch
 	if len(data) < 64 {
@@ -74,16 +82,20 @@ func Compute(data []byte) Sketch {
 	}
 	var feat [numFeatures]uint64
 	var h uint64
-	for i, b := range data {
+	for _, b := range data[:63] {
 		h = h<<1 + gear[b]
-		if h&sampleMask != 0 || i < 63 {
-			continue
+	}
+	var samples [sampleBlock]uint64
+	for rest := data[63:]; len(rest) > 0; {
+		blk := rest[:min(len(rest), sampleBlock)]
+		rest = rest[len(blk):]
+		n := 0
+		for _, b := range blk {
+			h = h<<1 + gear[b]
+			samples[n] = h
+			n += int((h&sampleMask - 1) >> 63) // 1 when h&sampleMask == 0
 		}
-		for j := range feat {
-			if v := h*transforms[j][0] + transforms[j][1]; v > feat[j] {
-				feat[j] = v
-			}
-		}
+		maxFeatures(&feat, samples[:n])
 	}
 	var buf [featuresPerSF * 8]byte
 	for k := range s {
@@ -93,6 +105,31 @@ func Compute(data []byte) Sketch {
 		s[k] = mix(buf[:])
 	}
 	return s
+}
+
+// sampleBlock is the positions one pass of Compute hashes before it
+// updates the features: the samples fit the first-level cache.
+const sampleBlock = 1024
+
+// maxFeatures raises each feature to its transform's maximum over samples,
+// a transform a pass, in two independent lanes (max compiles to a
+// conditional move, whose latency one lane would wait on).
+func maxFeatures(feat *[numFeatures]uint64, samples []uint64) {
+	odd := len(samples) & 1
+	pairs := samples[odd:]
+	for j := range feat {
+		m, a := transforms[j][0], transforms[j][1]
+		f0, f1 := feat[j], feat[j]
+		if odd != 0 {
+			f0 = max(f0, samples[0]*m+a)
+		}
+		for i := 0; i+1 < len(pairs); i += 2 {
+			p := pairs[i : i+2 : i+2]
+			f0 = max(f0, p[0]*m+a)
+			f1 = max(f1, p[1]*m+a)
+		}
+		feat[j] = max(f0, f1)
+	}
 }
 
 // mix hashes a super-feature's features to 64 bits.

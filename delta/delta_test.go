@@ -2,11 +2,20 @@ package delta
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/glyd/glyd/codec"
 )
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
 
 func randText(r *rand.Rand, n int) []byte {
 	words := []string{"alpha ", "beta ", "gamma ", "delta ", "func ", "return ", "if ", "err ", "nil ", "\n\t"}
@@ -79,4 +88,54 @@ func BenchmarkCompute(b *testing.B) {
 	for b.Loop() {
 		Compute(data)
 	}
+}
+
+// computeRef is the sketch as first written: one loop, a branch per
+// position. Compute must agree with it bit for bit (stores index sketches).
+func computeRef(data []byte) Sketch {
+	var s Sketch
+	if len(data) < 64 {
+		return s
+	}
+	var feat [numFeatures]uint64
+	var h uint64
+	for i, b := range data {
+		h = h<<1 + gear[b]
+		if h&sampleMask != 0 || i < 63 {
+			continue
+		}
+		for j := range feat {
+			if v := h*transforms[j][0] + transforms[j][1]; v > feat[j] {
+				feat[j] = v
+			}
+		}
+	}
+	var buf [featuresPerSF * 8]byte
+	for k := range s {
+		for j := range featuresPerSF {
+			binary.LittleEndian.PutUint64(buf[j*8:], feat[k*featuresPerSF+j])
+		}
+		s[k] = mix(buf[:])
+	}
+	return s
+}
+
+func TestComputeMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 63, 64, 65, 100, 1023, 1086, 1087, 1088, 4096, 65536, 300000} {
+		for _, data := range [][]byte{randText(r, n), randBytes(r, n), make([]byte, n)} {
+			if got, want := Compute(data), computeRef(data); got != want {
+				t.Fatalf("%d bytes: sketch %x, the reference %x", len(data), got, want)
+			}
+		}
+	}
+}
+
+func FuzzCompute(f *testing.F) {
+	f.Add([]byte("a chunk of text long enough to be sketched, a chunk of text long enough"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := Compute(data), computeRef(data); got != want {
+			t.Fatalf("sketch %x, the reference %x", got, want)
+		}
+	})
 }
