@@ -16,6 +16,7 @@ import (
 
 	"github.com/glyd/glyd/packed"
 	"github.com/glyd/glyd/safetensors"
+	"github.com/glyd/glyd/tensor"
 )
 
 type synthTensor struct {
@@ -56,6 +57,8 @@ func synthFile(t testing.TB, seed uint64, ts []synthTensor) []byte {
 				data = binary.LittleEndian.AppendUint64(data, uint64(r.IntN(1000)))
 			case safetensors.BOOL, safetensors.U8:
 				data = append(data, byte(r.IntN(2)))
+			case safetensors.F8E4M3: // the E4M3 byte of a normal value
+				data = append(data, byte(r.NormFloat64()*12)&0x7f|byte(r.IntN(2))<<7)
 			default:
 				t.Fatalf("synth: dtype %s", st.dtype)
 			}
@@ -456,4 +459,47 @@ func TestLoaderEmulatedBatches(t *testing.T) {
 	}
 	check("after a failed load", m, 1, 0)
 	m.Free()
+}
+
+// fp8 tensors are coded (B8), which the kernel does not decode: the loader
+// decodes them on the CPU with the meta section's tensors, the bf16 ones on
+// the "GPU", and every byte lands in place.
+func TestLoaderFP8OnCPU(t *testing.T) {
+	orig := synthFile(t, 40, []synthTensor{
+		{"w", safetensors.BF16, []int64{300, 200}},
+		{"w8", safetensors.F8E4M3, []int64{400, 300}},
+		{"b", safetensors.BF16, []int64{300}},
+	})
+	pk := packFile(t, orig, 12)
+	pf, err := packed.Open(pk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b8 := false
+	for _, s := range pf.Spans() {
+		b8 = b8 || s.Coded && s.Code.Kind == tensor.B8
+	}
+	if !b8 {
+		t.Fatal("the fp8 tensor was not coded B8")
+	}
+	path := writeTemp(t, t.TempDir(), "m.glyt", pk)
+	l := NewEmulatedLoader()
+	defer l.Close()
+	lay, err := PackedLayout(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range lay.Plan.Spans {
+		if s.Code.Kind == tensor.B8 {
+			t.Fatal("a B8 span in the kernel's plan")
+		}
+	}
+	lay.Close()
+	st, bad, err := l.Verify(path)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("verify: %v %v", err, bad)
+	}
+	if st.Spans == 0 {
+		t.Fatal("nothing decoded by the kernel")
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/glyd/glyd/packed"
 	"github.com/glyd/glyd/safetensors"
+	"github.com/glyd/glyd/tensor"
 )
 
 // isPacked reports whether the file at path starts like a packed file.
@@ -79,7 +80,7 @@ func packedLayout(path string, b []byte) (*Layout, error) {
 		Tensors: tensorLayouts(st), pf: f}
 	var spans []Span
 	for _, s := range f.Spans() {
-		if s.Coded && !s.XOR {
+		if s.Coded && !s.XOR && kernelKind(s.Code.Kind) {
 			spans = append(spans, Span{Name: l.spanName(s.DataOff, s.Len), Code: s.Code, Values: s.Values,
 				GroupLog2: f.GroupLog2(), Payload: s.PayloadOff, PayloadLen: s.PayloadLen, Out: s.DataOff})
 			continue
@@ -115,6 +116,17 @@ func (l *Layout) spanName(off, n int64) string {
 		return "tensor " + names[0]
 	}
 	return fmt.Sprintf("tensors %s … %s (%d)", names[0], names[len(names)-1], len(names))
+}
+
+// kernelKind reports whether the decode kernel knows kind k. B8 (fp8
+// values) is not in the kernel yet: such spans are decoded on the CPU, as
+// the tensors the meta section keeps.
+func kernelKind(k tensor.Kind) bool {
+	switch k {
+	case tensor.BF16, tensor.F16, tensor.F32, tensor.V16:
+		return true
+	}
+	return false
 }
 
 // FillHost produces the bytes of the Host ranges on the CPU (packed files:

@@ -229,8 +229,8 @@ func NewPlan(spans []Span, packedLen, outLen int64) (*Plan, error) {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("cuda: span %d (%s): %s", i, s.Name, fmt.Sprintf(format, args...))
 		}
-		if s.Code == nil || !s.Code.Kind.Valid() {
-			return nil, bad("no code, or an unknown kind")
+		if s.Code == nil || !kernelKind(s.Code.Kind) {
+			return nil, bad("no code, or a kind the kernel does not decode")
 		}
 		if s.GroupLog2 < tensor.MinGroupLog2 || s.GroupLog2 > tensor.MaxGroupLog2 {
 			return nil, bad("group size 2^%d out of range", s.GroupLog2)

@@ -50,6 +50,8 @@ func floatKind(d safetensors.Dtype) tensor.Kind {
 		return tensor.F16
 	case safetensors.F32:
 		return tensor.F32
+	case safetensors.F8E4M3, safetensors.F8E5M2:
+		return tensor.B8
 	}
 	return 0
 }
@@ -480,7 +482,7 @@ func (p *planner) spanCode(k tensor.Kind, words []byte) *tensor.Code {
 	if err != nil {
 		panic(err) // a span always has values
 	}
-	if k == tensor.F32 {
+	if k == tensor.F32 || k == tensor.B8 {
 		return c
 	}
 	dict, freq := tensor.WordHistogram(words, tensor.MaxSymbols)

@@ -29,7 +29,8 @@ const (
 	flagBase = 1 << 0 // coded against a base file
 )
 
-// Span kinds in the directory. 1-4 are tensor.Kind values.
+// Span kinds in the directory. The tensor.Kind values (1-4, 6) are coded
+// spans.
 const (
 	spanStored = 0 // bytes kept in the meta section
 	spanCopy   = 5 // bytes equal to a range of the base file's data section
@@ -159,7 +160,7 @@ type span struct {
 	payload []byte // coded spans (when encoding)
 }
 
-func (s *span) coded() bool { return s.kind >= 1 && s.kind <= 4 }
+func (s *span) coded() bool { return tensor.Kind(s.kind).Valid() }
 
 // directory is the decoded start of the meta section.
 type directory struct {
@@ -302,7 +303,7 @@ func parseDirectory(meta []byte) (*directory, int, error) {
 			}
 		case s.kind == spanCopy:
 			s.baseOff = int64(r.uvarint("base offset", maxLen))
-		case s.kind >= 1 && s.kind <= 4:
+		case s.coded():
 			if s.flags&spanXOR != 0 {
 				s.baseOff = int64(r.uvarint("base offset", maxLen))
 			}

@@ -72,8 +72,10 @@ func synth(t testing.TB, seed uint64, meta map[string]string, ts []synthTensor) 
 				data = binary.LittleEndian.AppendUint32(data, uint32(r.IntN(100)))
 			case safetensors.I64:
 				data = binary.LittleEndian.AppendUint64(data, uint64(r.IntN(1000)))
-			case safetensors.U8, safetensors.BOOL, safetensors.F8E4M3:
+			case safetensors.U8, safetensors.BOOL:
 				data = append(data, byte(r.IntN(4)))
+			case safetensors.F8E4M3:
+				data = append(data, e4m3(f/float32(sigma)))
 			case safetensors.F64:
 				data = binary.LittleEndian.AppendUint64(data, math.Float64bits(float64(f)))
 			default:
@@ -94,6 +96,22 @@ func synth(t testing.TB, seed uint64, meta map[string]string, ts []synthTensor) 
 	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
 	out = append(out, h...)
 	return append(out, data...)
+}
+
+// e4m3 converts to fp8 E4M3 (bias 7, no infinities; truncating,
+// saturating at 448).
+func e4m3(f float32) byte {
+	b := math.Float32bits(f)
+	sign := byte(b>>24) & 0x80
+	exp := int(b>>23&0xff) - 127 + 7
+	mant := byte(b>>20) & 7
+	switch {
+	case exp <= 0:
+		return sign
+	case exp > 15 || exp == 15 && mant == 7:
+		return sign | 0x7e
+	}
+	return sign | byte(exp)<<3 | mant
 }
 
 func f16bits(f float32) uint16 {
@@ -121,6 +139,7 @@ func mixed(t testing.TB, seed uint64) []byte {
 		{"ids", safetensors.I64, []int64{50}},
 		{"mask", safetensors.BOOL, []int64{33}},
 		{"fp8", safetensors.F8E4M3, []int64{77}},
+		{"fp8.big", safetensors.F8E4M3, []int64{240, 250}},
 		{"double", safetensors.F64, []int64{9}},
 		{"empty", safetensors.BF16, []int64{0, 4}},
 		{"z.big", safetensors.BF16, []int64{70000}},

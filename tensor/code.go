@@ -31,6 +31,11 @@ const (
 	// V16: 16-bit words coded whole through a dictionary of the words that
 	// occur; no raw bits.
 	V16 Kind = 4
+	// B8: 8-bit values (fp8: F8_E4M3, F8_E5M2) coded whole: symbol = the
+	// byte; no raw bits. Sign, exponent and the 2-3 mantissa bits are too
+	// few to split: the whole byte's distribution is what a code can use.
+	// (5 is no kind: packed files number their copy spans 5.)
+	B8 Kind = 6
 )
 
 func (k Kind) String() string {
@@ -43,17 +48,22 @@ func (k Kind) String() string {
 		return "f32"
 	case V16:
 		return "v16"
+	case B8:
+		return "b8"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
 // Valid reports whether k is a kind this version knows.
-func (k Kind) Valid() bool { return k >= BF16 && k <= V16 }
+func (k Kind) Valid() bool { return k >= BF16 && k <= V16 || k == B8 }
 
 // WordSize is the bytes per value.
 func (k Kind) WordSize() int {
-	if k == F32 {
+	switch k {
+	case F32:
 		return 4
+	case B8:
+		return 1
 	}
 	return 2
 }
@@ -91,7 +101,8 @@ type Code struct {
 	// Lens is each symbol's code length: 0 for a symbol that does not
 	// occur, 1..MaxCodeLen, or 15 for the only symbol of a one-symbol
 	// alphabet (a code of no bits). Split kinds have 256 symbols (the
-	// symbol is a byte of the value); V16 one per dictionary word.
+	// symbol is a byte of the value), B8 256 (the value); V16 one per
+	// dictionary word.
 	Lens []uint8
 	// Dict is, for V16, the word each symbol stands for, in ascending order.
 	Dict []uint16
@@ -111,7 +122,7 @@ func (c *Code) MaxLen() int {
 }
 
 // NewCode builds the optimal length-limited code for the symbol frequencies
-// freq (256 entries for split kinds; one per dict word for V16).
+// freq (256 entries for split kinds and B8; one per dict word for V16).
 func NewCode(kind Kind, freq []uint64, dict []uint16) (*Code, error) {
 	if !kind.Valid() {
 		return nil, fmt.Errorf("tensor: unknown kind %d", kind)

@@ -54,6 +54,14 @@ func Histogram(k Kind, words []byte, freq []uint64) {
 		for i := 0; i+3 < len(words); i += 4 {
 			freq[(binary.LittleEndian.Uint32(words[i:])>>23)&0xff]++
 		}
+	case B8:
+		var h [256]uint32
+		for _, b := range words {
+			h[b]++
+		}
+		for s, n := range h {
+			freq[s] += uint64(n)
+		}
 	default:
 		panic("tensor: Histogram of a kind without a fixed alphabet")
 	}
@@ -190,6 +198,8 @@ func Encode(dst []byte, c *Code, words []byte, groupLog2 int, threads int) ([]by
 						s, _ = split32(binary.LittleEndian.Uint32(words[4*i:]))
 					case V16:
 						s = int(symOf[binary.LittleEndian.Uint16(words[2*i:])])
+					case B8:
+						s = int(words[i])
 					default:
 						s, _ = split16(c.Kind, binary.LittleEndian.Uint16(words[2*i:]))
 					}

@@ -277,7 +277,10 @@ func (d *Decoder) decodeGroups(dst []byte, g int, pair bool) error {
 		panic("tensor: decode: wrong destination size")
 	}
 	gs := 1 << d.groupLog2
-	if d.kind == V16 {
+	if d.kind == V16 || d.kind == B8 {
+		// Whole values: the symbols are the output (group g+1's at
+		// dst[gs*ws:], as symbols lays out a pair: a pair's first group
+		// is full).
 		if err := d.symbols(dst, g, pair); err != nil {
 			return err
 		}

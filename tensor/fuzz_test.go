@@ -9,7 +9,7 @@ import (
 // FuzzDecode gives both decoders the same code table and payload: neither
 // may panic, and they must agree on the bytes or both refuse.
 func FuzzDecode(f *testing.F) {
-	for _, k := range []Kind{BF16, F16, F32, V16} {
+	for _, k := range []Kind{BF16, F16, F32, V16, B8} {
 		words := gaussian(k, 700, 0.1, uint64(k))
 		c := codeFor(f, k, words)
 		p, err := Encode(nil, c, words, 8, 1)
@@ -43,8 +43,9 @@ func FuzzDecode(f *testing.F) {
 func FuzzRoundTrip(f *testing.F) {
 	f.Add(byte(1), byte(8), []byte{1, 2, 3, 4, 0x80, 0x3f, 0, 0})
 	f.Add(byte(4), byte(9), bytes.Repeat([]byte{7, 0}, 600))
+	f.Add(byte(4), byte(10), bytes.Repeat([]byte{0x38, 0xb8, 0x30, 0x3c, 0x40}, 900))
 	f.Fuzz(func(t *testing.T, kind, gl byte, words []byte) {
-		k := Kind(kind%4 + 1)
+		k := []Kind{BF16, F16, F32, V16, B8}[kind%5]
 		g := MinGroupLog2 + int(gl)%3
 		words = words[:len(words)/k.WordSize()*k.WordSize()]
 		if len(words) == 0 {

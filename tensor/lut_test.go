@@ -73,7 +73,7 @@ func buildLUTSlow(lut []uint64, c *Code, tb uint) {
 }
 
 func TestBuildLUTMatches(t *testing.T) {
-	for _, k := range []Kind{BF16, F16, F32, V16} {
+	for _, k := range []Kind{BF16, F16, F32, V16, B8} {
 		for _, n := range []int{3, 100, 5000, 100000} {
 			if k == V16 && n > 5000 {
 				continue

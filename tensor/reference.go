@@ -106,6 +106,8 @@ func DecodeReference(c *Code, values, groupLog2 int, payload []byte) ([]byte, er
 				binary.LittleEndian.PutUint32(out[4*i:], w)
 			case V16:
 				binary.LittleEndian.PutUint16(out[2*i:], c.Dict[sym])
+			case B8:
+				out[i] = byte(sym)
 			}
 		}
 		if (bit+7)/8 != len(stream) {

@@ -22,9 +22,27 @@ func gaussian(k Kind, n int, sigma float64, seed uint64) []byte {
 			binary.LittleEndian.PutUint16(out[2*i:], f16(f))
 		case F32:
 			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+		case B8:
+			out[i] = e4m3(f)
 		}
 	}
 	return out
+}
+
+// e4m3 converts to fp8 E4M3 (bias 7, no infinities; truncating, and
+// saturating at 448: good enough for test data).
+func e4m3(f float32) byte {
+	b := math.Float32bits(f)
+	sign := byte(b>>24) & 0x80
+	exp := int(b>>23&0xff) - 127 + 7
+	mant := byte(b>>20) & 7
+	switch {
+	case exp <= 0:
+		return sign
+	case exp > 15 || exp == 15 && mant == 7:
+		return sign | 0x7e
+	}
+	return sign | byte(exp)<<3 | mant
 }
 
 // bf16 rounds to nearest even.
@@ -111,7 +129,7 @@ func roundTrip(t *testing.T, k Kind, words []byte, gl int) []byte {
 }
 
 func TestRoundTripKinds(t *testing.T) {
-	for _, k := range []Kind{BF16, F16, F32} {
+	for _, k := range []Kind{BF16, F16, F32, B8} {
 		for _, n := range []int{1, 2, 3, 15, 16, 17, 100, 4095, 4096, 4097, 50000} {
 			words := gaussian(k, n, 0.05, uint64(n))
 			for _, gl := range []int{8, 12} {

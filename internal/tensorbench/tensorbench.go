@@ -134,6 +134,9 @@ func Run(cfg Config) (*Report, error) {
 	if len(r.Files) == 0 {
 		return nil, fmt.Errorf("no weights under %s/weights/*/", cfg.Corpus)
 	}
+	if err := r.measureFP8(&cfg); err != nil {
+		return nil, err
+	}
 	cfg.logf("synthetic large tensor (%d values)", cfg.Big)
 	if err := r.measureBig(); err != nil {
 		return nil, err
@@ -196,6 +199,9 @@ func measureFile(cfg *Config, set, name string) (*FileResult, *SeriesResult, err
 			return nil, nil, err
 		}
 	}
+	if set == FP8Set {
+		return fr, nil, nil
+	}
 	sr, err := series(cfg, set, name, file, st)
 	return fr, sr, err
 }
@@ -213,6 +219,9 @@ func floor(st *safetensors.File, file []byte) (int64, string, float64, float64) 
 		safetensors.BF16: {shift: 7, bits: 8, rest: 8},
 		safetensors.F16:  {shift: 10, bits: 5, rest: 11},
 		safetensors.F32:  {shift: 23, bits: 8, rest: 24},
+		// fp8: sign, exponent, mantissa (E4M3: 1, 4, 3 bits).
+		safetensors.F8E4M3: {shift: 3, bits: 4, rest: 4},
+		safetensors.F8E5M2: {shift: 2, bits: 5, rest: 3},
 	}
 	for _, f := range fields {
 		f.counts = make([]uint64, 1<<f.bits)
@@ -224,15 +233,15 @@ func floor(st *safetensors.File, file []byte) (int64, string, float64, float64) 
 			continue
 		}
 		d := st.Data(file, t)
-		ws := 2
-		if t.Dtype == safetensors.F32 {
-			ws = 4
-		}
+		ws := t.Dtype.Bits() / 8
 		for k := 0; k+ws <= len(d); k += ws {
 			var w uint32
-			if ws == 2 {
+			switch ws {
+			case 1:
+				w = uint32(d[k])
+			case 2:
 				w = uint32(binary.LittleEndian.Uint16(d[k:]))
-			} else {
+			default:
 				w = binary.LittleEndian.Uint32(d[k:])
 			}
 			f.counts[(w>>f.shift)&(1<<f.bits-1)]++
@@ -404,5 +413,34 @@ func (r *Report) measureBig() error {
 		wall = min(wall, time.Since(t0))
 	}
 	r.BigGBsAll = float64(len(file)) / wall.Seconds() / 1e9
+	return nil
+}
+
+// measureFP8 measures FP8Set: every bf16 corpus file cast to F8_E4M3.
+func (r *Report) measureFP8(cfg *Config) error {
+	dir, err := os.MkdirTemp("", "glyd-tensorbench-fp8")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for _, f := range r.Files {
+		if f.Set != "bf16" {
+			continue
+		}
+		file, err := os.ReadFile(filepath.Join(cfg.Corpus, "weights", f.Set, f.Name))
+		if err != nil {
+			return err
+		}
+		path, err := castFP8(file, dir, f.Name)
+		if err != nil {
+			return fmt.Errorf("%s: fp8 cast: %w", f.Name, err)
+		}
+		cfg.logf("%s (fp8 cast)", f.Name)
+		fr, _, err := measureFile(cfg, FP8Set, path)
+		if err != nil {
+			return fmt.Errorf("%s (fp8 cast): %w", f.Name, err)
+		}
+		r.Files = append(r.Files, *fr)
+	}
 	return nil
 }
