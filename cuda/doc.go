@@ -41,5 +41,6 @@
 // runs over the very buffers a GPU would get; NewEmulatedLoader runs a
 // whole load with it (and GLYD_GPU_EMULATE=1 makes 'glyd gpu' do so), so
 // everything but the driver calls is tested on machines without a GPU.
-// tests/gpu/run.sh is the check for a machine with one.
+// tests/gpu/run.sh is the check for a machine with one; docs/gpu.md
+// describes the loader and its measurements.
 package cuda

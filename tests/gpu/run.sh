@@ -10,14 +10,18 @@
 # where Go is, for GPU machines without a Go toolchain), packs every weights
 # file with `glyd pack`, checks `glyd gpu verify` is bit-exact on each,
 # times `glyd gpu load` of each packed file against the plain safetensors
-# baseline (read + copy to the device), does the same for a synthetic
-# 2 GiB checkpoint (tests/gpu/synth), runs the tensor package's CPU decode
-# benchmarks on 1 and all cores, and writes docs/benchmarks/gpu.md (also
-# printed). Meant to finish in under 5 minutes on one H200 with 16 cores.
+# baseline (read + copy to the device), loads every file as one folder
+# (warm, and with the page cache dropped), does the same for a synthetic
+# 2 GiB checkpoint (tests/gpu/synth), copies the weights into a glydfs mount
+# and loads them from it (cold and warm, verified, read back by SHA-256),
+# runs the tensor package's CPU decode benchmarks on 1 and all cores, and
+# writes docs/benchmarks/gpu.md (also printed). Meant to finish in under 5
+# minutes on one H200 with 16 cores (it took 70 s).
 #
 # Environment: GLYD_GPU_SYNTH_MB (default 2048; 0 skips the synthetic
 # checkpoint), GLYD_GPU_REPEAT (default 5 loads per file, best reported),
-# GLYD_GPU_REPORT (default docs/benchmarks/gpu.md). GLYD_GPU_EMULATE=1
+# GLYD_GPU_REPORT (default docs/benchmarks/gpu.md), GLYD_GPU_PROFILE=DIR
+# (Go CPU profiles of many warm folder and mount loads). GLYD_GPU_EMULATE=1
 # tries the script where there is no GPU (the kernel emulated on the CPU;
 # the report then goes to /tmp/glyd-gpu-emulated.md and says so).
 set -uo pipefail
