@@ -22,7 +22,10 @@ const (
 )
 
 // Loader puts tensors on one device: it holds the device (with the
-// JIT-compiled decode kernel) and the pinned staging buffers.
+// JIT-compiled decode kernel), the pinned staging buffers and a work
+// buffer. It loads one thing at a time: callers that load from several
+// goroutines serialize their calls (the models it returns are
+// independent).
 type Loader struct {
 	dev   backend
 	stage [][]byte
