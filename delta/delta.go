@@ -89,11 +89,28 @@ func Compute(data []byte) Sketch {
 	for rest := data[63:]; len(rest) > 0; {
 		blk := rest[:min(len(rest), sampleBlock)]
 		rest = rest[len(blk):]
-		n := 0
-		for _, b := range blk {
-			h = h<<1 + gear[b]
-			samples[n] = h
+		// n < len(blk) <= sampleBlock: the masks only spare bounds checks.
+		const m = sampleBlock - 1
+		n, i := 0, 0
+		for ; i+4 <= len(blk); i += 4 {
+			q := blk[i : i+4 : i+4]
+			h = h<<1 + gear[q[0]]
+			samples[n&m] = h
 			n += int((h&sampleMask - 1) >> 63) // 1 when h&sampleMask == 0
+			h = h<<1 + gear[q[1]]
+			samples[n&m] = h
+			n += int((h&sampleMask - 1) >> 63)
+			h = h<<1 + gear[q[2]]
+			samples[n&m] = h
+			n += int((h&sampleMask - 1) >> 63)
+			h = h<<1 + gear[q[3]]
+			samples[n&m] = h
+			n += int((h&sampleMask - 1) >> 63)
+		}
+		for _, b := range blk[i:] {
+			h = h<<1 + gear[b]
+			samples[n&m] = h
+			n += int((h&sampleMask - 1) >> 63)
 		}
 		maxFeatures(&feat, samples[:n])
 	}
