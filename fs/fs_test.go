@@ -241,29 +241,30 @@ func TestOpenUnlinked(t *testing.T) {
 	}
 }
 
-// A damaged chunk gives EIO and a log line naming the file, never bytes.
-func TestDamagedChunkIsEIO(t *testing.T) {
-	m := newMount(t)
-	data := text(5, 3<<20)
-	mustWrite(t, m.path("victim"), data)
-	m.unmount()
-	st, err := chunkstore.Open(m.store, chunkstore.Options{})
+// damageChunk flips a byte in the stored frame of the middle chunk of
+// inode ino's current content, in the (unmounted) store at dir, and returns
+// the inode's attributes.
+func damageChunk(t *testing.T, dir string, ino uint64) attr {
+	t.Helper()
+	st, err := chunkstore.Open(dir, chunkstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.Close()
 	f, err := New(st, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := f.getInode(2)
+	in, err := f.getInode(ino)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := f.object(in)
+	o, err := st.OpenObject(contentNameOf(in.ino, &in.attr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim := o.Refs()[len(o.Refs())/2].ID
+	refs := o.Refs()
+	victim := refs[len(refs)/2].ID
 	err = st.Update(func(txn *badger.Txn) error {
 		it, err := txn.Get(append([]byte("b/"), victim[:]...))
 		if err != nil {
@@ -276,7 +277,16 @@ func TestDamagedChunkIsEIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Close()
+	return in.attr
+}
+
+// A damaged chunk gives EIO and a log line naming the file, never bytes.
+func TestDamagedChunkIsEIO(t *testing.T) {
+	m := newMount(t)
+	data := text(5, 3<<20)
+	mustWrite(t, m.path("victim"), data)
+	m.unmount()
+	damageChunk(t, m.store, 2)
 
 	var logged bytes.Buffer
 	var mu sync.Mutex
@@ -287,7 +297,7 @@ func TestDamagedChunkIsEIO(t *testing.T) {
 		return logged.Write(p)
 	}), "", 0)
 	m2 := mountStore(t, m.store, opts)
-	_, err = os.ReadFile(m2.path("victim"))
+	_, err := os.ReadFile(m2.path("victim"))
 	if !errors.Is(err, syscall.EIO) {
 		t.Fatalf("reading a damaged file: %v, want EIO", err)
 	}

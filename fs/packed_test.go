@@ -18,9 +18,6 @@ import (
 	"testing"
 	"time"
 
-	badger "github.com/dgraph-io/badger/v4"
-
-	"github.com/glyd/glyd/chunkstore"
 	"github.com/glyd/glyd/packed"
 )
 
@@ -295,37 +292,9 @@ func TestPackedDamagedChunkIsEIO(t *testing.T) {
 	m := newMount(t)
 	mustWrite(t, m.path("m.safetensors"), modelFile(6, 1<<20))
 	m.unmount()
-	st, err := chunkstore.Open(m.store, chunkstore.Options{})
-	if err != nil {
-		t.Fatal(err)
+	if a := damageChunk(t, m.store, 2); !a.packed() {
+		t.Fatal("not stored packed")
 	}
-	f, err := New(st, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := f.getInode(2)
-	if err != nil || !in.attr.packed() {
-		t.Fatalf("not stored packed: %v", err)
-	}
-	o, err := st.OpenObject(contentNameOf(in.ino, &in.attr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs := o.Refs()
-	victim := refs[len(refs)/2].ID
-	err = st.Update(func(txn *badger.Txn) error {
-		it, err := txn.Get(append([]byte("b/"), victim[:]...))
-		if err != nil {
-			return err
-		}
-		frame, _ := it.ValueCopy(nil)
-		frame[len(frame)/2] ^= 0x55
-		return txn.Set(append([]byte("b/"), victim[:]...), frame)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
 	opts := DefaultOptions()
 	opts.Logger = log.New(io.Discard, "", 0)
 	m2 := mountStore(t, m.store, opts)
