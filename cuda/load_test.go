@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glyd/glyd/internal/fp8"
 	"github.com/glyd/glyd/packed"
 	"github.com/glyd/glyd/safetensors"
 	"github.com/glyd/glyd/tensor"
@@ -57,8 +58,8 @@ func synthFile(t testing.TB, seed uint64, ts []synthTensor) []byte {
 				data = binary.LittleEndian.AppendUint64(data, uint64(r.IntN(1000)))
 			case safetensors.BOOL, safetensors.U8:
 				data = append(data, byte(r.IntN(2)))
-			case safetensors.F8E4M3: // the E4M3 byte of a normal value
-				data = append(data, byte(r.NormFloat64()*12)&0x7f|byte(r.IntN(2))<<7)
+			case safetensors.F8E4M3:
+				data = append(data, fp8.E4M3(r.NormFloat64()))
 			default:
 				t.Fatalf("synth: dtype %s", st.dtype)
 			}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/glyd/glyd/internal/fp8"
+
 	"github.com/glyd/glyd/safetensors"
 )
 
@@ -75,7 +77,7 @@ func synth(t testing.TB, seed uint64, meta map[string]string, ts []synthTensor) 
 			case safetensors.U8, safetensors.BOOL:
 				data = append(data, byte(r.IntN(4)))
 			case safetensors.F8E4M3:
-				data = append(data, e4m3(f/float32(sigma)))
+				data = append(data, fp8.E4M3(float64(f)/sigma))
 			case safetensors.F64:
 				data = binary.LittleEndian.AppendUint64(data, math.Float64bits(float64(f)))
 			default:
@@ -96,22 +98,6 @@ func synth(t testing.TB, seed uint64, meta map[string]string, ts []synthTensor) 
 	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
 	out = append(out, h...)
 	return append(out, data...)
-}
-
-// e4m3 converts to fp8 E4M3 (bias 7, no infinities; truncating,
-// saturating at 448).
-func e4m3(f float32) byte {
-	b := math.Float32bits(f)
-	sign := byte(b>>24) & 0x80
-	exp := int(b>>23&0xff) - 127 + 7
-	mant := byte(b>>20) & 7
-	switch {
-	case exp <= 0:
-		return sign
-	case exp > 15 || exp == 15 && mant == 7:
-		return sign | 0x7e
-	}
-	return sign | byte(exp)<<3 | mant
 }
 
 func f16bits(f float32) uint16 {

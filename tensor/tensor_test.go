@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/glyd/glyd/internal/fp8"
 )
 
 // gaussian returns n values ~ N(0, sigma) in the kind's encoding.
@@ -23,26 +25,10 @@ func gaussian(k Kind, n int, sigma float64, seed uint64) []byte {
 		case F32:
 			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
 		case B8:
-			out[i] = e4m3(f)
+			out[i] = fp8.E4M3(float64(f))
 		}
 	}
 	return out
-}
-
-// e4m3 converts to fp8 E4M3 (bias 7, no infinities; truncating, and
-// saturating at 448: good enough for test data).
-func e4m3(f float32) byte {
-	b := math.Float32bits(f)
-	sign := byte(b>>24) & 0x80
-	exp := int(b>>23&0xff) - 127 + 7
-	mant := byte(b>>20) & 7
-	switch {
-	case exp <= 0:
-		return sign
-	case exp > 15 || exp == 15 && mant == 7:
-		return sign | 0x7e
-	}
-	return sign | byte(exp)<<3 | mant
 }
 
 // bf16 rounds to nearest even.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/glyd/glyd/internal/fp8"
 	"github.com/glyd/glyd/safetensors"
 )
 
@@ -50,7 +51,7 @@ func castFP8(file []byte, dir, name string) (string, error) {
 				scale = 448 / amax
 			}
 			for k := 0; k+1 < len(d); k += 2 {
-				data = append(data, e4m3(float64(bf16Float(binary.LittleEndian.Uint16(d[k:])))*scale))
+				data = append(data, fp8.E4M3(float64(bf16Float(binary.LittleEndian.Uint16(d[k:])))*scale))
 			}
 		} else {
 			data = append(data, d...)
@@ -71,30 +72,3 @@ func castFP8(file []byte, dir, name string) (string, error) {
 }
 
 func bf16Float(w uint16) float32 { return math.Float32frombits(uint32(w) << 16) }
-
-// e4m3 rounds v to the nearest F8_E4M3 value (ties to even), saturating
-// at ±448; NaN becomes 0x7f.
-func e4m3(v float64) byte {
-	var sign byte
-	if math.Signbit(v) {
-		sign, v = 0x80, -v
-	}
-	switch {
-	case math.IsNaN(v):
-		return 0x7f
-	case v >= 448:
-		return sign | 0x7e
-	case v < 1.0/64: // below the smallest normal, 2^-6: steps of 2^-9
-		return sign | byte(math.RoundToEven(v*512)) // 8 rounds up to the smallest normal, 0x08
-	}
-	frac, exp := math.Frexp(v) // v = frac · 2^exp, frac in [0.5, 1)
-	m := math.RoundToEven((frac*2 - 1) * 8)
-	e := exp - 1 + 7
-	if m == 8 {
-		m, e = 0, e+1
-	}
-	if e > 15 || e == 15 && m == 7 {
-		return sign | 0x7e
-	}
-	return sign | byte(e)<<3 | byte(m)
-}
