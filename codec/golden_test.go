@@ -1,17 +1,15 @@
 package codec
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/glyd/glyd/internal/golden"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "write new golden fixtures (only when adding a format version: old ones must stay)")
@@ -72,10 +70,9 @@ func goldenBase(src []byte, opts Options) ([]byte, []byte, error) {
 
 func TestGoldenFixtures(t *testing.T) {
 	dir := filepath.Join("testdata", "golden")
-	sums := filepath.Join(dir, "SHA256SUMS")
 	if *updateGolden {
 		os.MkdirAll(dir, 0o755)
-		var list strings.Builder
+		var list []string
 		for _, c := range goldenCases {
 			src := goldenInput(c.name, c.size)
 			enc, err := Encode(src, c.opts)
@@ -92,25 +89,19 @@ func TestGoldenFixtures(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, c.name+".glyd"), enc, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			sum := sha256.Sum256(src)
-			fmt.Fprintf(&list, "%s  %d  %s.glyd\n", hex.EncodeToString(sum[:]), len(src), c.name)
+			list = append(list, golden.Line(c.name+".glyd", src))
 		}
-		if err := os.WriteFile(sums, []byte(list.String()), 0o644); err != nil {
+		if err := golden.Write(dir, list); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.Open(sums)
+	fixtures, err := golden.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	n := 0
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var sum, name string
-		var size int
-		if _, err := fmt.Sscanf(sc.Text(), "%s %d %s", &sum, &size, &name); err != nil {
-			t.Fatalf("bad line %q", sc.Text())
-		}
+	for _, fx := range fixtures {
+		name := fx.Name
 		enc, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -132,8 +123,7 @@ func TestGoldenFixtures(t *testing.T) {
 		if _, err := f.ReadAt(got, 0); err != nil && len(got) > 0 {
 			t.Fatalf("%s: %v", name, err)
 		}
-		h := sha256.Sum256(got)
-		if len(got) != size || hex.EncodeToString(h[:]) != sum {
+		if !fx.Matches(got) {
 			t.Fatalf("%s decodes to different bytes", name)
 		}
 		n++

@@ -1,18 +1,15 @@
 package packed
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/glyd/glyd/internal/golden"
 	"github.com/glyd/glyd/safetensors"
 	"github.com/glyd/glyd/tensor"
 )
@@ -40,11 +37,10 @@ func goldenFiles(t *testing.T) (mixedFile, base, edited []byte) {
 // rewritten: every later glyd must read them.
 func TestGoldenFixtures(t *testing.T) {
 	dir := filepath.Join("testdata", "golden")
-	sums := filepath.Join(dir, "SHA256SUMS")
 	if *updateGolden {
 		os.MkdirAll(dir, 0o755)
 		mixedFile, base, edited := goldenFiles(t)
-		var list strings.Builder
+		var list []string
 		for _, c := range []struct {
 			name       string
 			file, base []byte
@@ -61,26 +57,20 @@ func TestGoldenFixtures(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sum := sha256.Sum256(c.file)
-			fmt.Fprintf(&list, "%s  %d  %s.glyt\n", hex.EncodeToString(sum[:]), len(c.file), c.name)
+			list = append(list, golden.Line(c.name+".glyt", c.file))
 		}
-		if err := os.WriteFile(sums, []byte(list.String()), 0o644); err != nil {
+		if err := golden.Write(dir, list); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.Open(sums)
+	fixtures, err := golden.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	n := 0
 	kinds := map[tensor.Kind]bool{}
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var sum, name string
-		var size int
-		if _, err := fmt.Sscanf(sc.Text(), "%s %d %s", &sum, &size, &name); err != nil {
-			t.Fatalf("bad line %q", sc.Text())
-		}
+	for _, fx := range fixtures {
+		name := fx.Name
 		enc, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -95,8 +85,7 @@ func TestGoldenFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		h := sha256.Sum256(got)
-		if len(got) != size || hex.EncodeToString(h[:]) != sum {
+		if !fx.Matches(got) {
 			t.Fatalf("%s decodes to different bytes", name)
 		}
 		if base == nil {
