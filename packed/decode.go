@@ -357,15 +357,18 @@ func (f *File) dropDecoder(i int) {
 // task is one piece of decoding work: part of one span.
 type task struct {
 	span  int
-	group int   // coded spans: first group (a pair when pair is set)
-	pair  bool  //
-	off   int64 // offset within the data section
-	n     int64 // bytes
+	d     *tensor.Decoder // coded spans: the decoder that holds the groups
+	group int             // coded spans: first group, within d (a pair when pair is set)
+	pair  bool            //
+	off   int64           // offset within the data section
+	n     int64           // bytes
 }
 
 // tasks lists the work that produces the data section's bytes [lo, hi):
 // group pairs of coded spans, and pieces of at most 1 MiB of the rest.
-func (f *File) tasks(lo, hi int64) ([]task, error) {
+// decoder gives, for coded span i whose groups [g0, g1) are wanted, the
+// decoder to use and the span's group that is its group 0.
+func (f *File) tasks(lo, hi int64, decoder func(i int, s *span, g0, g1 int) (*tensor.Decoder, int, error)) ([]task, error) {
 	var ts []task
 	gl := int(f.hdr.groupLog2)
 	for i := range f.dir.spans {
@@ -379,22 +382,22 @@ func (f *File) tasks(lo, hi int64) ([]task, error) {
 			}
 			continue
 		}
-		d, err := f.decoder(i)
-		if err != nil {
-			return nil, err
-		}
 		ws := int64(s.code.Kind.WordSize())
 		gb := ws << gl // bytes per group
 		g0 := int((max(lo, s.begin) - s.begin) / gb)
 		g1 := int((min(hi, s.begin+s.length) - s.begin + gb - 1) / gb)
+		d, base, err := decoder(i, s, g0, g1)
+		if err != nil {
+			return nil, err
+		}
 		for g := g0; g < g1; g += 2 {
-			t := task{span: i, group: g, pair: g+1 < g1, off: s.begin + int64(g)*gb}
-			last := g + 1
+			t := task{span: i, d: d, group: g - base, pair: g+1 < g1, off: s.begin + int64(g)*gb}
+			last := t.group + 1
 			if t.pair {
-				last = g + 2
+				last = t.group + 2
 			}
 			_, n := d.Group(last - 1)
-			t.n = int64(last-1-g)*gb + int64(n)*ws
+			t.n = int64(last-1-t.group)*gb + int64(n)*ws
 			ts = append(ts, t)
 		}
 	}
@@ -424,14 +427,11 @@ func (f *File) run(t task, dst []byte) error {
 		copy(dst, f.baseData[s.baseOff+t.off-s.begin:])
 		return nil
 	}
-	d, err := f.decoder(t.span)
-	if err != nil {
-		return err
-	}
+	var err error
 	if t.pair {
-		err = d.DecodePair(dst, t.group)
+		err = t.d.DecodePair(dst, t.group)
 	} else {
-		err = d.DecodeGroup(dst, t.group)
+		err = t.d.DecodeGroup(dst, t.group)
 	}
 	if err != nil {
 		return fmt.Errorf("span %d: %w", t.span, err)
@@ -455,7 +455,10 @@ func (f *File) decodeData(dst []byte, lo, hi int64, threads int, release bool) e
 	if f.r != nil {
 		return f.decodeDataAt(dst, lo, hi, threads)
 	}
-	ts, err := f.tasks(lo, hi)
+	ts, err := f.tasks(lo, hi, func(i int, _ *span, _, _ int) (*tensor.Decoder, int, error) {
+		d, err := f.decoder(i)
+		return d, 0, err
+	})
 	if err != nil {
 		return err
 	}

@@ -133,14 +133,6 @@ var subBufs sync.Pool
 // decodeDataAt is decodeData for a File read through a ReaderAt: each
 // coded span's groups in [lo, hi) get one sub-payload, read at once.
 func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
-	type job struct {
-		span   int
-		d      *tensor.Decoder // coded spans: the groups read
-		g      int             // first group within d
-		pair   bool
-		off, n int64 // within the data section
-	}
-	var jobs []job
 	var decs []*tensor.Decoder
 	var bufs []*[]byte
 	defer func() {
@@ -151,60 +143,24 @@ func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
 			subBufs.Put(b)
 		}
 	}()
-	gl := int(f.hdr.groupLog2)
-	for i := range f.dir.spans {
-		s := &f.dir.spans[i]
-		if s.begin+s.length <= lo || s.begin >= hi {
-			continue
-		}
-		if !s.coded() {
-			for off := max(lo, s.begin); off < min(hi, s.begin+s.length); off += 1 << 20 {
-				jobs = append(jobs, job{span: i, off: off, n: min(1<<20, min(hi, s.begin+s.length)-off)})
-			}
-			continue
-		}
+	ts, err := f.tasks(lo, hi, func(_ int, s *span, g0, g1 int) (*tensor.Decoder, int, error) {
 		if s.flags&spanXOR != 0 {
-			return ErrNeedBase
+			return nil, 0, ErrNeedBase
 		}
-		ws := int64(s.code.Kind.WordSize())
-		gb := ws << gl
-		g0 := int((max(lo, s.begin) - s.begin) / gb)
-		g1 := int((min(hi, s.begin+s.length) - s.begin + gb - 1) / gb)
 		d, buf, err := f.subDecoder(s, g0, g1)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		decs, bufs = append(decs, d), append(bufs, buf)
-		for g := 0; g < g1-g0; g += 2 {
-			j := job{span: i, d: d, g: g, pair: g+1 < g1-g0, off: s.begin + int64(g0+g)*gb}
-			last := g + 1
-			if j.pair {
-				last = g + 2
-			}
-			_, n := d.Group(last - 1)
-			j.n = int64(last-1-g)*gb + int64(n)*ws
-			jobs = append(jobs, j)
-		}
+		return d, g0, nil
+	})
+	if err != nil {
+		return err
 	}
 	var scratch sync.Pool
-	return workers.Run(len(jobs), threads, func(i int) error {
-		j := jobs[i]
-		return place(dst, lo, hi, j.off, j.n, &scratch, func(b []byte) error {
-			switch {
-			case j.d == nil:
-				return f.run(task{span: j.span, off: j.off, n: j.n}, b)
-			case j.pair:
-				return spanErr(j.span, j.d.DecodePair(b, j.g))
-			default:
-				return spanErr(j.span, j.d.DecodeGroup(b, j.g))
-			}
-		})
+	return workers.Run(len(ts), threads, func(i int) error {
+		t := ts[i]
+		return place(dst, lo, hi, t.off, t.n, &scratch, func(b []byte) error { return f.run(t, b) })
 	})
 }
 
-func spanErr(i int, err error) error {
-	if err != nil {
-		return fmt.Errorf("span %d: %w", i, err)
-	}
-	return nil
-}
