@@ -163,4 +163,3 @@ func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
 		return place(dst, lo, hi, t.off, t.n, &scratch, func(b []byte) error { return f.run(t, b) })
 	})
 }
-
