@@ -3,7 +3,6 @@ package fsbench
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,20 +102,6 @@ func (m *Models) Read(target string, cold bool) *ModelRead {
 	return nil
 }
 
-// glydfsModelStats reads user.glyd.stats from a mount's root, with the
-// packing figure that Stats leaves out.
-func glydfsModelStats(mnt string) (ModelStats, error) {
-	var s ModelStats
-	v, err := getxattr(mnt, "user.glyd.stats")
-	if err != nil {
-		return s, err
-	}
-	if err := json.Unmarshal(v, &s); err != nil {
-		return s, fmt.Errorf("user.glyd.stats: %w (%q)", err, v)
-	}
-	return s, nil
-}
-
 // readFiles reads each of names under root whole in 1 MiB reads (as
 // readFile) and returns the total time; sizes says how long each is.
 func readFiles(root string, names []string, sizes []int64) (time.Duration, error) {
@@ -203,7 +188,7 @@ func (b *bench) models() (*Models, error) {
 	}
 	m.Copy = time.Since(t0)
 	if err == nil {
-		if m.Stats, err = glydfsModelStats(mnt); err != nil {
+		if m.Stats, err = glydfsStats[ModelStats](mnt); err != nil {
 			err = fmt.Errorf("reading user.glyd.stats: %w", err)
 		}
 	}

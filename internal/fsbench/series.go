@@ -160,7 +160,7 @@ func (b *bench) glydfsSeries(files []File, mode string) (GlydfsSeries, error) {
 			b.problem("series (%s): copying %s into glydfs: %v", mode, f.Name, err)
 			break
 		}
-		st, err := glydfsStats(mnt)
+		st, err := glydfsStats[Stats](mnt)
 		if err != nil {
 			g.Err = err.Error()
 			b.problem("series (%s): reading user.glyd.stats: %v", mode, err)

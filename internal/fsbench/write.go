@@ -32,9 +32,10 @@ type Stats struct {
 	CompSaved  int64 `json:"compression_saved"`
 }
 
-// glydfsStats reads user.glyd.stats from a mount's root.
-func glydfsStats(mnt string) (Stats, error) {
-	var s Stats
+// glydfsStats reads user.glyd.stats from a mount's root into a Stats, or a
+// ModelStats for its packing figure too.
+func glydfsStats[T Stats | ModelStats](mnt string) (T, error) {
+	var s T
 	v, err := getxattr(mnt, "user.glyd.stats")
 	if err != nil {
 		return s, err
@@ -149,7 +150,7 @@ func (b *bench) writes() (string, error) {
 			gfs.Err = err.Error()
 		} else {
 			gfs.Runs = append(gfs.Runs, wt)
-			if st, err := glydfsStats(mnt); err != nil {
+			if st, err := glydfsStats[Stats](mnt); err != nil {
 				b.problem("reading user.glyd.stats: %v", err)
 			} else {
 				t.GlydfsStats, t.GlydfsStored = st, st.Stored
