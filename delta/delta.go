@@ -76,9 +76,8 @@ var gear = func() (g [256]uint64) {
 // the same, bit for bit, as the plain loop's (computeRef in the tests):
 // stores index it.
 func Compute(data []byte) Sketch {
-	var s Sketch
 	if len(data) < 64 {
-		return s
+		return Sketch{}
 	}
 	var feat [numFeatures]uint64
 	var h uint64
@@ -114,6 +113,12 @@ func Compute(data []byte) Sketch {
 		}
 		maxFeatures(&feat, samples[:n])
 	}
+	return superFeatures(&feat)
+}
+
+// superFeatures hashes each group of features into a super-feature.
+func superFeatures(feat *[numFeatures]uint64) Sketch {
+	var s Sketch
 	var buf [featuresPerSF * 8]byte
 	for k := range s {
 		for j := range featuresPerSF {

@@ -2,7 +2,6 @@ package delta
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 
@@ -93,9 +92,8 @@ func BenchmarkCompute(b *testing.B) {
 // computeRef is the sketch as first written: one loop, a branch per
 // position. Compute must agree with it bit for bit (stores index sketches).
 func computeRef(data []byte) Sketch {
-	var s Sketch
 	if len(data) < 64 {
-		return s
+		return Sketch{}
 	}
 	var feat [numFeatures]uint64
 	var h uint64
@@ -110,14 +108,7 @@ func computeRef(data []byte) Sketch {
 			}
 		}
 	}
-	var buf [featuresPerSF * 8]byte
-	for k := range s {
-		for j := range featuresPerSF {
-			binary.LittleEndian.PutUint64(buf[j*8:], feat[k*featuresPerSF+j])
-		}
-		s[k] = mix(buf[:])
-	}
-	return s
+	return superFeatures(&feat)
 }
 
 func TestComputeMatchesReference(t *testing.T) {
