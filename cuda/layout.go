@@ -75,21 +75,25 @@ func tensorLayouts(h *safetensors.Header) []TensorLayout {
 // PlainLayout lays out a plain safetensors file: its data section is
 // uploaded whole and every tensor is used in place (the baseline a packed
 // load is measured against).
-func PlainLayout(path string) (*Layout, error) { return openLayout(path, false) }
+func PlainLayout(path string) (*Layout, error) {
+	return openLayout(path, func(fh *os.File) (*Layout, error) { return layoutOf(path, fh, false) })
+}
 
 // FileLayout lays out a packed file or a plain safetensors file, told apart
 // by their first bytes.
-func FileLayout(path string) (*Layout, error) { return openLayout(path, true) }
+func FileLayout(path string) (*Layout, error) {
+	return openLayout(path, func(fh *os.File) (*Layout, error) { return layoutOf(path, fh, true) })
+}
 
 // openLayout opens path once (on a mount every open is several FUSE round
-// trips): its first bytes tell a packed file from a plain one, and the
-// Layout keeps the file open for the upload, until Close.
-func openLayout(path string, packedOK bool) (*Layout, error) {
+// trips) and lays it out with lay; the Layout keeps the file open for the
+// upload, until Close.
+func openLayout(path string, lay func(fh *os.File) (*Layout, error)) (*Layout, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	l, err := layoutOf(path, fh, packedOK)
+	l, err := lay(fh)
 	if err != nil {
 		fh.Close()
 		return nil, err
@@ -98,6 +102,8 @@ func openLayout(path string, packedOK bool) (*Layout, error) {
 	return l, nil
 }
 
+// layoutOf lays out the file open as fh: its first bytes tell a packed file
+// (when packedOK) from a plain one.
 func layoutOf(path string, fh *os.File, packedOK bool) (*Layout, error) {
 	fi, err := fh.Stat()
 	if err != nil {

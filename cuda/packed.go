@@ -32,22 +32,13 @@ func isPacked(path string) (bool, error) {
 // (tensors kept in the meta section) are listed in Host, their bytes
 // produced by FillHost. The file stays mapped until Close.
 func PackedLayout(path string) (*Layout, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := fh.Stat()
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	l, err := packedLayoutOf(path, fh, fi.Size())
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	l.file = fh
-	return l, nil
+	return openLayout(path, func(fh *os.File) (*Layout, error) {
+		fi, err := fh.Stat()
+		if err != nil {
+			return nil, err
+		}
+		return packedLayoutOf(path, fh, fi.Size())
+	})
 }
 
 // packedLayoutOf lays out the packed file open as fh, mapping it.
