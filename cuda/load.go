@@ -201,11 +201,11 @@ func (l *Loader) upload(segs []segment, ready func(int64) error) error {
 			}
 		}()
 	}
-	// The work-buffer watermark: pieces are in work order, so it is the
-	// end of the last packed piece of the longest copied prefix.
-	copied := make([]bool, len(pieces))
-	prefix := 0
-	var mark int64
+	ends := make([]int64, len(pieces))
+	for i, pc := range pieces {
+		ends[i] = pc.workEnd
+	}
+	arr := newArrivals(ends)
 	var first error
 	for range pieces {
 		c := <-done
@@ -216,19 +216,7 @@ func (l *Loader) upload(segs []segment, ready func(int64) error) error {
 				first = l.dev.copyIn(segs[pc.seg].dst+DevPtr(pc.at), c.buf)
 			}
 			if first == nil {
-				copied[c.i] = true
-				moved := false
-				for prefix < len(pieces) && copied[prefix] {
-					if e := pieces[prefix].workEnd; e >= 0 {
-						mark = e
-						moved = true
-					}
-					prefix++
-				}
-				if prefix == len(pieces) {
-					mark, moved = 1<<62, true
-				}
-				if moved {
+				if mark, moved := arr.arrived(c.i); moved {
 					first = ready(mark)
 				}
 			}
@@ -239,6 +227,46 @@ func (l *Loader) upload(segs []segment, ready func(int64) error) error {
 		l.free <- c.buf[:cap(c.buf)]
 	}
 	return first
+}
+
+// arrivals tracks the work-buffer watermark of an upload whose pieces,
+// in work-buffer order, are copied in any order: the end of the last
+// packed piece (end >= 0; plain data is -1) of the longest copied prefix.
+type arrivals struct {
+	ends   []int64
+	copied []bool
+	prefix int
+}
+
+func newArrivals(ends []int64) *arrivals {
+	return &arrivals{ends: ends, copied: make([]bool, len(ends))}
+}
+
+// arrived records piece i copied and returns the watermark when it moved
+// (past everything, 1<<62, once every piece is in).
+func (a *arrivals) arrived(i int) (mark int64, moved bool) {
+	a.copied[i] = true
+	for a.prefix < len(a.ends) && a.copied[a.prefix] {
+		if e := a.ends[a.prefix]; e >= 0 {
+			mark, moved = e, true
+		}
+		a.prefix++
+	}
+	if a.prefix == len(a.ends) {
+		return 1 << 62, true
+	}
+	return mark, moved
+}
+
+// launchable returns the end of the run of blocks from first on whose
+// needs (the work-buffer offset each block's payloads end at, running
+// maxima) lie at or below mark.
+func launchable(need []int64, first int, mark int64) int {
+	k := first
+	for k < len(need) && need[k] <= mark {
+		k++
+	}
+	return k
 }
 
 // Model is tensors loaded onto the device. Free releases them.
@@ -462,10 +490,7 @@ func (l *Loader) loadBatch(m *Model, lays []*Layout) error {
 		if plan == nil {
 			return nil
 		}
-		k := launched
-		for k < len(need) && need[k] <= mark {
-			k++
-		}
+		k := launchable(need, launched, mark)
 		if k == launched {
 			return nil
 		}
