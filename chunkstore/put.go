@@ -159,21 +159,56 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 	} else if !errors.Is(err, ErrNotFound) {
 		return err
 	}
+	p.sk = delta.Compute(p.data)
+	cands := s.candidates(p.sk)
+	// The best candidate first: a delta under a tenth of what the chunk
+	// would take alone is kept, and no other candidate is tried, so when
+	// the delta is that small against the base's own ratio, coding the
+	// chunk alone would change nothing but the statistics. In a release
+	// series most new chunks are such deltas, and coding them alone too
+	// took a tenth of the put's CPU. Their aloneLen is then the base's
+	// ratio applied to this chunk (docs/store.md).
+	var first []byte
+	if len(cands) > 0 {
+		c := cands[0]
+		if bc, err := s.chunkData(c.id); err == nil {
+			fr, ok := delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], bc.data, p.data, s.tier)
+			s.cache.release(bc)
+			if est := c.aloneLen * len(p.data) / max(1, c.rawLen); ok && len(fr)*10 <= est {
+				p.frame = fr
+				p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(fr), aloneLen: est}
+				return nil
+			} else if ok {
+				first = fr
+			} else {
+				s.cache.free(fr)
+			}
+		}
+	}
 	alone := codec.EncodeChunk(s.cache.alloc(len(p.data) + frameSlack)[:0], p.data, s.tier)
 	p.frame = alone
 	p.rec = chunkRecord{kind: kindFull, rawLen: len(p.data), storedLen: len(alone), aloneLen: len(alone)}
-	p.sk = delta.Compute(p.data)
-	for _, c := range s.candidates(p.sk) {
-		bc, err := s.chunkData(c.id)
-		if err != nil {
-			continue // a damaged base is no base; verify reports it
+	for i, c := range cands {
+		var fr []byte
+		if i == 0 {
+			if first == nil {
+				continue // a damaged base is no base; verify reports it
+			}
+			fr = first
+		} else {
+			bc, err := s.chunkData(c.id)
+			if err != nil {
+				continue
+			}
+			fr, _ = delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], bc.data, p.data, s.tier)
+			s.cache.release(bc)
 		}
-		fr, ok := delta.Encode(bc.data, p.data, len(alone), s.tier)
-		s.cache.release(bc)
-		if ok && len(fr) < len(p.frame) {
+		if len(fr) < len(p.frame) && delta.Keep(fr, p.data, len(alone), s.tier) {
 			s.cache.free(p.frame) // the alone frame, or a worse delta
 			p.frame = fr
 			p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(fr), aloneLen: len(alone)}
+		} else {
+			s.cache.free(fr)
 		}
 		if len(p.frame)*10 <= len(alone) {
 			break // good enough: a second candidate would cost a whole encode
@@ -183,9 +218,10 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 }
 
 type candidate struct {
-	id     ID
-	shared int
-	depth  int
+	id               ID
+	shared           int
+	depth            int
+	rawLen, aloneLen int // the base's
 }
 
 // candidates returns up to two stored chunks that share super-features with
@@ -220,7 +256,7 @@ func (s *Store) candidates(sk delta.Sketch) []candidate {
 		if err != nil || r.depth >= MaxDepth {
 			continue
 		}
-		cs = append(cs, candidate{id, n, r.depth})
+		cs = append(cs, candidate{id, n, r.depth, r.rawLen, r.aloneLen})
 	}
 	if len(cs) == 0 {
 		return nil

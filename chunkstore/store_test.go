@@ -14,6 +14,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/delta"
 )
 
 // version makes a "release": text-like content with a seed-dependent set of
@@ -324,5 +325,51 @@ func TestUsageSeparatesGarbage(t *testing.T) {
 	s.GC()
 	if u2, _ := s.Usage(); u2.Garbage != 0 || u2.Stored != u.Stored {
 		t.Fatalf("usage after gc: %+v (before %+v)", u2, u)
+	}
+}
+
+// A chunk whose delta is tiny next to its base's ratio is never coded
+// alone: its record's aloneLen is the base's ratio applied to it. Check
+// that the estimate stays near the real size, and that such chunks are
+// what most of a close second version becomes.
+func TestTinyDeltaEstimatesAlone(t *testing.T) {
+	s := tempStore(t, Options{Tier: codec.Default})
+	v1, v2 := version(2<<20, 1), version(2<<20, 2)
+	if _, err := s.Put("v1", bytes.NewReader(v1)); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := s.Put("v2", bytes.NewReader(v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	estimated := 0
+	if err := s.eachRecord(func(id ID, r chunkRecord, err error) error {
+		if err != nil || r.kind != kindDelta {
+			return err
+		}
+		bc, err := s.chunkData(id)
+		if err != nil {
+			return err
+		}
+		real := len(codec.EncodeChunk(nil, bc.data, s.tier))
+		s.cache.release(bc)
+		if r.aloneLen*2 < real || r.aloneLen > 2*real {
+			t.Errorf("chunk %s: aloneLen %d, coded alone it takes %d", id.Short(), r.aloneLen, real)
+		}
+		if r.aloneLen != real {
+			estimated++
+		}
+		if !delta.Pays(r.storedLen, real) {
+			t.Errorf("chunk %s: delta of %d bytes kept against %d alone", id.Short(), r.storedLen, real)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if estimated*2 < st2.Deltas {
+		t.Fatalf("%d of %d deltas skipped the alone coding", estimated, st2.Deltas)
+	}
+	if !bytes.Equal(get(t, s, "v2"), v2) {
+		t.Fatal("v2 differs")
 	}
 }

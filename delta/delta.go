@@ -185,20 +185,32 @@ func Pays(deltaLen, aloneLen int) bool { return deltaLen*5 <= aloneLen*4 }
 // delta pays against aloneLen (the size of target compressed alone), else
 // nil and false.
 func Encode(base, target []byte, aloneLen int, tier codec.Tier) ([]byte, bool) {
-	if len(base)+len(target) > codec.MaxChunk {
-		return nil, false
-	}
-	fr := codec.EncodeDelta(nil, base, target, tier)
-	if !Pays(len(fr), aloneLen) {
-		return nil, false
-	}
-	// The delta coder parses harder than a tier's plain coder may; unless
-	// the base clearly did the work, check against the same coder without
-	// the base, so a delta is only kept for what the base gave.
-	if len(fr)*4 > aloneLen && !Pays(len(fr), len(codec.EncodeDelta(nil, nil, target, tier))) {
+	fr, ok := EncodeTo(nil, base, target, tier)
+	if !ok || !Keep(fr, target, aloneLen, tier) {
 		return nil, false
 	}
 	return fr, true
+}
+
+// EncodeTo appends to dst the frame of target coded against base, whether
+// or not it pays; false when the two are too large to code together.
+func EncodeTo(dst, base, target []byte, tier codec.Tier) ([]byte, bool) {
+	if len(base)+len(target) > codec.MaxChunk {
+		return dst, false
+	}
+	return codec.EncodeDelta(dst, base, target, tier), true
+}
+
+// Keep reports whether delta frame fr of target is worth keeping against
+// aloneLen, the size of target coded alone: it must pay, and where the
+// base did not clearly do the work, it must also pay against the same
+// (harder-parsing) coder without the base, so a delta is kept only for
+// what the base gave.
+func Keep(fr, target []byte, aloneLen int, tier codec.Tier) bool {
+	if !Pays(len(fr), aloneLen) {
+		return false
+	}
+	return len(fr)*4 <= aloneLen || Pays(len(fr), len(codec.EncodeDelta(nil, nil, target, tier)))
 }
 
 // Decode decodes a delta frame against its base.
