@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/bits"
+	"unsafe"
 
 	"github.com/klauspost/compress/huff0"
 )
@@ -53,7 +54,7 @@ func NewEncoder(level Level, entropy bool) *Encoder {
 	e := &Encoder{level: level, entropy: entropy, window: MaxOffset}
 	switch level {
 	case Fast:
-		e.hlog = 16
+		e.hlog = fastHlog
 		e.layout, e.window = Narrow, MaxNarrowOffset
 	case Lazy:
 		e.hlog, e.depth = 17, 24
@@ -210,6 +211,9 @@ func (w *seqWriter) emit(lits []byte, ml, off int) {
 // little ratio and cost decode speed, so the fast tier looks for six bytes.
 const fastMin = 6
 
+// fastHlog is the fast parser's hash table size (log2 of its entries).
+const fastHlog = 16
+
 func hash6(v uint64, hlog uint) uint32 {
 	return uint32(((v << 16) * 0xcf1bbcdcb7a56463) >> (64 - hlog))
 }
@@ -218,25 +222,40 @@ func hash6(v uint64, hlog uint) uint32 {
 // accelerating skip through data that does not match (as LZ4's fast mode).
 func (e *Encoder) parseFast(w *seqWriter, src []byte, start, end int) bool {
 	hlog := e.ulog
-	head := e.head[:1<<hlog]
+	// The table as an array and the probes through unsafe loads: the
+	// bounds checks were a fifth of the loop. A hash has at most fastHlog
+	// bits; every load starts below limit (8 bytes before the block's
+	// end) or at an earlier position (a candidate).
+	head := (*[1 << fastHlog]int32)(e.head)
+	sp := unsafe.Pointer(unsafe.SliceData(src))
 	s, anchor := start, start
 	limit := end - 8 // every probe can load 8 bytes within the block
 	// No repeat-offset probe here: in raw streams a repeat costs the same two
 	// bytes as any near offset, so it would only slow the parse.
 	probe := start + probeLen
-	for s < limit {
+	window := e.window
+	// Two positions per step, s and s+1, from one load: their table
+	// entries are independent loads, so the two probes overlap.
+	for s < limit-1 {
 		if s >= probe {
 			if hopeless(w, start, anchor, s) {
 				return false
 			}
 			probe = end
 		}
-		cur := load64(src, s)
-		h := hash6(cur, hlog)
-		cand := int(head[h]) - 1
-		head[h] = int32(s + 1)
-		if cand < 0 || s-cand > e.window || (load64(src, cand)^cur)<<16 != 0 {
-			s += 1 + (s-anchor)>>6
+		cur := *(*uint64)(unsafe.Add(sp, s))
+		h0 := hash6(cur, hlog) & (1<<fastHlog - 1)
+		h1 := hash6(cur>>8, hlog) & (1<<fastHlog - 1)
+		c0, c1 := int(head[h0]), int(head[h1]) // candidate + 1; 0: none
+		head[h0], head[h1] = int32(s+1), int32(s+2)
+		var cand int
+		switch {
+		case c0 != 0 && s-c0 < window && (*(*uint64)(unsafe.Add(sp, c0-1))^cur)<<16 == 0:
+			cand = c0 - 1
+		case c1 != 0 && s+1-c1 < window && (*(*uint64)(unsafe.Add(sp, c1-1))^cur>>8)<<16 == 0:
+			s, cand = s+1, c1-1
+		default:
+			s += 2 + (s-anchor)>>6
 			continue
 		}
 		for s > anchor && cand > 0 && src[s-1] == src[cand-1] {
@@ -248,7 +267,7 @@ func (e *Encoder) parseFast(w *seqWriter, src []byte, start, end int) bool {
 		s += ml
 		anchor = s
 		if s < limit {
-			head[hash6(load64(src, s-2), hlog)] = int32(s - 2 + 1)
+			head[hash6(load64(src, s-2), hlog)&(1<<fastHlog-1)] = int32(s - 2 + 1)
 		}
 	}
 	w.st[sLiterals] = append(w.st[sLiterals], src[anchor:end]...)
