@@ -16,6 +16,10 @@ var haveAsm = cpu.X86.HasBMI2 && cpu.X86.HasSSE41
 // useAsm can be cleared by tests to measure and check the Go loops.
 var useAsm = haveAsm
 
+// useAVX2 puts values together sixteen at a time; tests clear it to check
+// the SSE loop.
+var useAVX2 = haveAsm && cpu.X86.HasAVX2
+
 // AsmDecoder reports whether the assembly decode loop is in use.
 func AsmDecoder() bool { return useAsm }
 
@@ -44,6 +48,11 @@ func decodePair4096(s *pairState)
 //go:noescape
 func combineSSE(out, syms, raw unsafe.Pointer, n int, shift, m1, m2 uint64)
 
+// combineAVX2 is combineSSE for n a multiple of 16.
+//
+//go:noescape
+func combineAVX2(out, syms, raw unsafe.Pointer, n int, shift, m1, m2 uint64)
+
 // asmPair runs the assembly loop on a pair of groups when it applies
 // (split kinds, groups of 4096), updating the positions; false: the Go
 // loops must do it.
@@ -65,8 +74,8 @@ func (d *Decoder) asmPair(bpa, bpb *uint, ia, ib *int, op unsafe.Pointer, n int)
 	return true
 }
 
-// combine16 builds BF16 or F16 words: SSE for multiples of 8, Go for the
-// rest.
+// combine16 builds BF16 or F16 words: AVX2 for multiples of 16, SSE for
+// multiples of 8, Go for the rest.
 func combine16(out, syms, raw []byte, k Kind) {
 	n := len(syms) &^ 7
 	if useAsm && n > 0 {
@@ -74,8 +83,17 @@ func combine16(out, syms, raw []byte, k Kind) {
 		if k == F16 {
 			shift, m1, m2 = 8, 0x00ff00ff00ff00ff, 0
 		}
-		combineSSE(unsafe.Pointer(unsafe.SliceData(out)), unsafe.Pointer(unsafe.SliceData(syms)),
-			unsafe.Pointer(unsafe.SliceData(raw)), n, shift, m1, m2)
+		op := unsafe.Pointer(unsafe.SliceData(out))
+		sp := unsafe.Pointer(unsafe.SliceData(syms))
+		rp := unsafe.Pointer(unsafe.SliceData(raw))
+		done := 0
+		if n16 := n &^ 15; useAVX2 && n16 > 0 {
+			combineAVX2(op, sp, rp, n16, shift, m1, m2)
+			done = n16
+		}
+		if done < n {
+			combineSSE(unsafe.Add(op, 2*done), unsafe.Add(sp, done), unsafe.Add(rp, done), n-done, shift, m1, m2)
+		}
 		combine16Go(out[2*n:], syms[n:], raw[n:], k)
 		return
 	}

@@ -113,3 +113,36 @@ cloop:
 
 cdone:
 	RET
+
+// func combineAVX2(out, syms, raw unsafe.Pointer, n int, shift, m1, m2 uint64)
+//
+// combineSSE sixteen words at a time (n a multiple of 16).
+TEXT ·combineAVX2(SB), NOSPLIT, $0-56
+	MOVQ         out+0(FP), DI
+	MOVQ         syms+8(FP), R8
+	MOVQ         raw+16(FP), SI
+	MOVQ         n+24(FP), CX
+	MOVQ         shift+32(FP), AX
+	MOVQ         AX, X5
+	VPBROADCASTQ m1+40(FP), Y6
+	VPBROADCASTQ m2+48(FP), Y7
+	XORQ         BX, BX
+
+aloop:
+	CMPQ      BX, CX
+	JGE       adone
+	VPMOVZXBW (R8)(BX*1), Y0
+	VPSLLW    X5, Y0, Y0
+	VPMOVZXBW (SI)(BX*1), Y1
+	VPAND     Y6, Y1, Y2
+	VPAND     Y7, Y1, Y3
+	VPSLLW    $8, Y3, Y3
+	VPOR      Y2, Y0, Y0
+	VPOR      Y3, Y0, Y0
+	VMOVDQU   Y0, (DI)(BX*2)
+	ADDQ      $16, BX
+	JMP       aloop
+
+adone:
+	VZEROUPPER
+	RET

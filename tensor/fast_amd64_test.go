@@ -5,6 +5,8 @@ package tensor
 import (
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
 )
 
 // TestPairStateLayout pins the field offsets fast_amd64.s uses.
@@ -32,4 +34,27 @@ func TestGoLoops(t *testing.T) {
 	defer func() { useAsm = haveAsm }()
 	TestRoundTripKinds(t)
 	TestSpecialValues(t)
+}
+
+// TestCombineSIMD checks the AVX2 and SSE loops against the Go loop on
+// every length up to a few vectors (the tails go to the narrower loops).
+func TestCombineSIMD(t *testing.T) {
+	defer func() { useAVX2 = haveAsm && cpu.X86.HasAVX2 }()
+	for _, avx2 := range []bool{true, false} {
+		useAVX2 = avx2 && haveAsm && cpu.X86.HasAVX2
+		for _, k := range []Kind{BF16, F16} {
+			for n := 0; n <= 70; n++ {
+				syms, raw := make([]byte, n), make([]byte, n)
+				for i := range n {
+					syms[i], raw[i] = byte(i*37+n), byte(i*91+7)
+				}
+				got, want := make([]byte, 2*n), make([]byte, 2*n)
+				combine16(got, syms, raw, k)
+				combine16Go(want, syms, raw, k)
+				if string(got) != string(want) {
+					t.Fatalf("avx2=%v %v n=%d: % x, want % x", useAVX2, k, n, got, want)
+				}
+			}
+		}
+	}
 }
