@@ -85,8 +85,13 @@ func (c *chunkCache) acquire(id ID) *cached {
 
 // insert caches data as chunk id and returns it held. When the chunk is
 // cached already (decoded by another reader meanwhile) that one is
-// returned and data goes back to the pool.
-func (c *chunkCache) insert(id ID, data []byte) *cached {
+// returned and data goes back to the pool. A chunk decoded only as the
+// base of a delta goes in cold: at the end that is evicted first, so a
+// read through delta chains keeps the chunks it returned rather than their
+// bases (with the bases at the front, an object whose chunks and bases
+// together just overflow the cache missed on every chunk when read again).
+// A base that is asked for again moves to the front like any other chunk.
+func (c *chunkCache) insert(id ID, data []byte, cold bool) *cached {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.items[id]; ok {
@@ -100,8 +105,15 @@ func (c *chunkCache) insert(id ID, data []byte) *cached {
 		return ch // held by the caller only, recycled on release
 	}
 	ch.in = true
-	c.items[id] = c.ll.PushFront(ch)
 	c.size += int64(len(data))
+	if cold {
+		for c.size > c.limit {
+			c.evictLocked(c.ll.Back())
+		}
+		c.items[id] = c.ll.PushBack(ch)
+		return ch
+	}
+	c.items[id] = c.ll.PushFront(ch)
 	for c.size > c.limit {
 		c.evictLocked(c.ll.Back())
 	}

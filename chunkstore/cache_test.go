@@ -14,9 +14,9 @@ import (
 // buffer is reused.
 func TestCacheHoldsEvicted(t *testing.T) {
 	c := newChunkCache(2 * poolClass)
-	a := c.insert(ID{1}, bytes.Repeat([]byte{1}, poolClass))
-	c.release(c.insert(ID{2}, bytes.Repeat([]byte{2}, poolClass)))
-	c.release(c.insert(ID{3}, c.alloc(poolClass))) // evicts 1, still held
+	a := c.insert(ID{1}, bytes.Repeat([]byte{1}, poolClass), false)
+	c.release(c.insert(ID{2}, bytes.Repeat([]byte{2}, poolClass), false))
+	c.release(c.insert(ID{3}, c.alloc(poolClass), false)) // evicts 1, still held
 	if c.has(ID{1}) || !bytes.Equal(a.data, bytes.Repeat([]byte{1}, poolClass)) {
 		t.Fatal("a held chunk was evicted and recycled")
 	}

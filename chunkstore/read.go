@@ -105,7 +105,7 @@ func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) (*cached, error) {
 		s.cache.free(buf)
 		return nil, corrupt("chunk %s: %v", id.Short(), err)
 	}
-	return s.cache.insert(id, buf), nil
+	return s.cache.insert(id, buf, hops > 0), nil
 }
 
 // ObjectInfo describes a stored object.

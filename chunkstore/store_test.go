@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -371,5 +372,54 @@ func TestTinyDeltaEstimatesAlone(t *testing.T) {
 	}
 	if !bytes.Equal(get(t, s, "v2"), v2) {
 		t.Fatal("v2 differs")
+	}
+}
+
+// Reading through delta chains keeps the chunks read, not their bases:
+// with room for an object's chunks but not for them and their bases
+// together, every chunk is still cached after one read, so a second read
+// decodes nothing.
+func TestCacheKeepsChunksOverBases(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Init(dir, Options{Tier: codec.Default})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 20
+	var last []byte
+	for v := 1; v <= 5; v++ {
+		last = version(n, v)
+		if _, err := s.Put(fmt.Sprint("v", v), bytes.NewReader(last)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{Cache: 2 * n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o, err := s.OpenObject("v5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deep int
+	for _, r := range o.Refs() {
+		if rec, err := s.record(r.ID); err == nil && rec.depth >= 2 {
+			deep++
+		}
+	}
+	if deep == 0 {
+		t.Fatal("v5 has no chunks two deltas deep: the test needs chains")
+	}
+	if !bytes.Equal(get(t, s, "v5"), last) {
+		t.Fatal("v5 differs")
+	}
+	for _, r := range o.Refs() {
+		if !s.cache.has(r.ID) {
+			t.Fatalf("chunk %s of v5 not cached after reading it (%d chunks, %d at depth ≥ 2)", r.ID.Short(), len(o.Refs()), deep)
+		}
 	}
 }
