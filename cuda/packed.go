@@ -65,7 +65,10 @@ func packedLayout(path string, b []byte) (*Layout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	st := f.Header()
+	st, err := f.Header()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	off, n := f.PayloadSection()
 	l := &Layout{Path: path, Packed: true, Size: int64(len(b)), UploadOff: off, UploadLen: n, DataLen: st.DataSize,
 		Tensors: tensorLayouts(st), pf: f}

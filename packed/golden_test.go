@@ -121,7 +121,10 @@ func TestFP8Coded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := pf.Header()
+	st, err := pf.Header()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tt, _ := st.Lookup("fp8.big")
 	for _, s := range pf.Spans() {
 		if s.DataOff <= tt.Begin && tt.End <= s.DataOff+s.Len {

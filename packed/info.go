@@ -53,6 +53,10 @@ func spanName(s *span) string {
 // tensors its values belong to, in proportion; a span's table and padding
 // likewise; stored bytes their share of the compressed meta section.
 func (f *File) Stats() (*Stats, error) {
+	hdr, err := f.Header()
+	if err != nil {
+		return nil, err
+	}
 	st := &Stats{
 		OriginalSize: f.Size(),
 		PackedSize:   f.size,
@@ -103,12 +107,12 @@ func (f *File) Stats() (*Stats, error) {
 	}
 	st.HeaderPacked = float64(st.PackedSize) - charged
 	// Charge the runs to tensors (both sorted by position).
-	order := f.st.DataOrder()
-	st.Tensors = make([]TensorStats, len(f.st.Tensors))
-	coding := make([]string, len(f.st.Tensors))
+	order := hdr.DataOrder()
+	st.Tensors = make([]TensorStats, len(hdr.Tensors))
+	coding := make([]string, len(hdr.Tensors))
 	k := 0
 	for _, ti := range order {
-		t := &f.st.Tensors[ti]
+		t := &hdr.Tensors[ti]
 		ts := TensorStats{Name: t.Name, Dtype: string(t.Dtype), Shape: t.Shape, Bytes: t.Size(), Values: t.NumElements()}
 		for k > 0 && runs[k-1].end > t.Begin {
 			k--

@@ -391,7 +391,11 @@ func (c *infoCmd) packedInfo() error {
 	}
 	if c.Tensors {
 		fmt.Fprintf(w, "\n%10s %12s %12s %-8s %-8s %s\n", "bits/value", "packed", "values", "dtype", "coding", "name")
-		for _, i := range f.Header().DataOrder() {
+		hdr, err := f.Header() // Stats parsed it already
+		if err != nil {
+			return about(c.File, err)
+		}
+		for _, i := range hdr.DataOrder() {
 			t := st.Tensors[i]
 			fmt.Fprintf(w, "%10.3f %12.0f %12d %-8s %-8s %s\n", t.BitsPerValue, t.Packed, t.Values, t.Dtype, t.Coding, t.Name)
 		}
