@@ -200,8 +200,13 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 			if err != nil {
 				continue
 			}
-			fr, _ = delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], bc.data, p.data, s.tier)
+			var ok bool
+			fr, ok = delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], bc.data, p.data, s.tier)
 			s.cache.release(bc)
+			if !ok { // too large to code together: fr is the empty buffer
+				s.cache.free(fr)
+				continue
+			}
 		}
 		if len(fr) < len(p.frame) && delta.Keep(fr, p.data, len(alone), s.tier) {
 			s.cache.free(p.frame) // the alone frame, or a worse delta

@@ -87,7 +87,7 @@ func Init(dir string, opts Options) (*Store, error) {
 		// and every random read decodes more).
 		opts.Chunking = cdc.DefaultParams()
 	}
-	if err := opts.Chunking.Validate(); err != nil {
+	if err := validChunking(opts.Chunking); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -141,7 +141,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: store format %d is newer than this glyd reads (%d): upgrade glyd", dir, cfg.Format, FormatVersion)
 	}
-	if cfg.Format < 1 || cfg.Chunking.Validate() != nil {
+	if cfg.Format < 1 || validChunking(cfg.Chunking) != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w (configuration is damaged)", dir, ErrCorrupt)
 	}
@@ -162,6 +162,19 @@ func newStore(dir string, db *badger.DB, cfg config, opts Options) (*Store, erro
 	}
 	return &Store{dir: dir, db: db, blobs: badgerBlobs{db}, cfg: cfg, tier: tier, opts: opts, cache: newChunkCache(opts.Cache),
 		prefetch: make(chan struct{}, 4*opts.Threads)}, nil
+}
+
+// validChunking checks chunking parameters for a store: valid for the
+// chunker, and no chunk larger than the codec codes as one unit (the
+// chunker allows up to 64 MiB; a larger chunk made the put panic).
+func validChunking(p cdc.Params) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.Max > codec.MaxChunk {
+		return fmt.Errorf("%w: the largest chunk (Max=%d) may be at most %d bytes", cdc.ErrParams, p.Max, codec.MaxChunk)
+	}
+	return nil
 }
 
 // openDB opens badger tuned for this job: compressed chunk frames go to the

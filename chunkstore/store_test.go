@@ -14,6 +14,7 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 
+	"github.com/glyd/glyd/chunkstore/cdc"
 	"github.com/glyd/glyd/codec"
 	"github.com/glyd/glyd/delta"
 )
@@ -421,5 +422,31 @@ func TestCacheKeepsChunksOverBases(t *testing.T) {
 		if !s.cache.has(r.ID) {
 			t.Fatalf("chunk %s of v5 not cached after reading it (%d chunks, %d at depth ≥ 2)", r.ID.Short(), len(o.Refs()), deep)
 		}
+	}
+}
+
+// Chunks may be as large as the codec codes in one unit and no larger: a
+// store asking for more is refused (it made puts panic), and one at the
+// limit stores and returns versions whose chunks and bases together are
+// too large to code as deltas.
+func TestLargestChunks(t *testing.T) {
+	_, err := Init(filepath.Join(t.TempDir(), "store"), Options{Chunking: cdc.Params{Min: 4 << 20, Avg: 8 << 20, Max: 16 << 20}})
+	if !errors.Is(err, cdc.ErrParams) {
+		t.Fatalf("chunks of up to 16 MiB: %v, want a refusal", err)
+	}
+	s := tempStore(t, Options{Chunking: cdc.Params{Min: 2 << 20, Avg: 4 << 20, Max: codec.MaxChunk}})
+	v1, v2 := version(16<<20, 1), version(16<<20, 2)
+	for name, v := range map[string][]byte{"v1": v1, "v2": v2} {
+		if _, err := s.Put(name, bytes.NewReader(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string][]byte{"v1": v1, "v2": v2} {
+		if !bytes.Equal(get(t, s, name), want) {
+			t.Fatalf("%s differs", name)
+		}
+	}
+	if rep, err := s.Verify(); err != nil || len(rep.Damaged) != 0 {
+		t.Fatalf("verify: %+v %v", rep, err)
 	}
 }
