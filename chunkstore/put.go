@@ -161,6 +161,22 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 	}
 	p.sk = delta.Compute(p.data)
 	cands := s.candidates(p.sk)
+	// against codes the chunk against candidate c's chunk: nil when that
+	// cannot be read (a damaged base is no base; verify reports it) or the
+	// two are too large to code together.
+	against := func(c candidate) []byte {
+		bc, err := s.chunkData(c.id)
+		if err != nil {
+			return nil
+		}
+		fr, ok := delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], bc.data, p.data, s.tier)
+		s.cache.release(bc)
+		if !ok {
+			s.cache.free(fr)
+			return nil
+		}
+		return fr
+	}
 	// The best candidate first: a delta under a tenth of what the chunk
 	// would take alone is kept, and no other candidate is tried, so when
 	// the delta is that small against the base's own ratio, coding the
@@ -171,42 +187,23 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 	var first []byte
 	if len(cands) > 0 {
 		c := cands[0]
-		if bc, err := s.chunkData(c.id); err == nil {
-			fr, ok := delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], bc.data, p.data, s.tier)
-			s.cache.release(bc)
-			if est := c.aloneLen * len(p.data) / max(1, c.rawLen); ok && len(fr)*10 <= est {
-				p.frame = fr
-				p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(fr), aloneLen: est}
-				return nil
-			} else if ok {
-				first = fr
-			} else {
-				s.cache.free(fr)
-			}
+		first = against(c)
+		if est := c.aloneLen * len(p.data) / max(1, c.rawLen); first != nil && len(first)*10 <= est {
+			p.frame = first
+			p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(first), aloneLen: est}
+			return nil
 		}
 	}
 	alone := codec.EncodeChunk(s.cache.alloc(len(p.data) + frameSlack)[:0], p.data, s.tier)
 	p.frame = alone
 	p.rec = chunkRecord{kind: kindFull, rawLen: len(p.data), storedLen: len(alone), aloneLen: len(alone)}
 	for i, c := range cands {
-		var fr []byte
-		if i == 0 {
-			if first == nil {
-				continue // a damaged base is no base; verify reports it
-			}
-			fr = first
-		} else {
-			bc, err := s.chunkData(c.id)
-			if err != nil {
-				continue
-			}
-			var ok bool
-			fr, ok = delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], bc.data, p.data, s.tier)
-			s.cache.release(bc)
-			if !ok { // too large to code together: fr is the empty buffer
-				s.cache.free(fr)
-				continue
-			}
+		fr := first
+		if i > 0 {
+			fr = against(c)
+		}
+		if fr == nil {
+			continue
 		}
 		if len(fr) < len(p.frame) && delta.Keep(fr, p.data, len(alone), s.tier) {
 			s.cache.free(p.frame) // the alone frame, or a worse delta

@@ -181,17 +181,6 @@ func Shared(a, b Sketch) int {
 // read of its base.
 func Pays(deltaLen, aloneLen int) bool { return deltaLen*5 <= aloneLen*4 }
 
-// Encode codes target against base. It returns the frame and true when the
-// delta pays against aloneLen (the size of target compressed alone), else
-// nil and false.
-func Encode(base, target []byte, aloneLen int, tier codec.Tier) ([]byte, bool) {
-	fr, ok := EncodeTo(nil, base, target, tier)
-	if !ok || !Keep(fr, target, aloneLen, tier) {
-		return nil, false
-	}
-	return fr, true
-}
-
 // EncodeTo appends to dst the frame of target coded against base, whether
 // or not it pays; false when the two are too large to code together.
 func EncodeTo(dst, base, target []byte, tier codec.Tier) ([]byte, bool) {

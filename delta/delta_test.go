@@ -56,8 +56,8 @@ func TestEncodeDecide(t *testing.T) {
 	target := bytes.Clone(base)
 	copy(target[100:], "changed")
 	alone := len(codec.EncodeChunk(nil, target, codec.Default))
-	fr, ok := Encode(base, target, alone, codec.Default)
-	if !ok {
+	fr, ok := EncodeTo(nil, base, target, codec.Default)
+	if !ok || !Keep(fr, target, alone, codec.Default) {
 		t.Fatal("a near copy should pay as a delta")
 	}
 	got, err := Decode(fr, base)
@@ -68,7 +68,7 @@ func TestEncodeDecide(t *testing.T) {
 	for i := range noise {
 		noise[i] = byte(r.Uint32())
 	}
-	if _, ok := Encode(noise, target, alone, codec.Default); ok {
+	if fr, ok := EncodeTo(nil, noise, target, codec.Default); ok && Keep(fr, target, alone, codec.Default) {
 		t.Fatal("an unrelated base should not pay")
 	}
 }
