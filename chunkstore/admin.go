@@ -1,6 +1,7 @@
 package chunkstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -91,10 +92,15 @@ func (s *Store) GC() (GCStats, error) {
 	// own transaction: a crash between them leaves an unindexed frame for the
 	// next GC, never a record without its frame.
 	defer s.forgetRecords() // after the last deletion, so no lookup puts one back
+	keys := make(map[ID][]uint64, len(gone))
+	for _, d := range gone {
+		keys[d.id] = nil
+	}
+	indexKeysOf(s, keys)
 	for _, d := range gone {
 		s.forgetRecords() // before each deletion: lookups racing it are not kept
 		err := s.db.Update(func(txn *badger.Txn) error {
-			for _, sf := range sketchOf(s, d.id) {
+			for _, sf := range keys[d.id] {
 				if err := txn.Delete(featureKey(sf, d.id)); err != nil {
 					return err
 				}
@@ -146,18 +152,24 @@ func (s *Store) mark() (map[ID]bool, error) {
 		if err != nil {
 			continue // verify reports missing chunks; gc only frees
 		}
-		if r.kind == kindDelta && !live[r.base] {
-			live[r.base] = true
-			stack = append(stack, r.base)
+		for _, b := range r.bases() {
+			if !live[b] {
+				live[b] = true
+				stack = append(stack, b)
+			}
 		}
 	}
 	return live, nil
 }
 
-// sketchOf finds the index entries of a chunk by scanning for its id: the
-// record does not keep the sketch, and dead chunks are few.
-func sketchOf(s *Store, id ID) []uint64 {
-	var sfs []uint64
+// indexKeysOf fills in the index entries of the chunks keyed in keys with one scan
+// of the index: records do not keep their keys (12 of them in a format-2
+// store), and a scan per chunk made a GC after deleting a large object
+// quadratic.
+func indexKeysOf(s *Store, keys map[ID][]uint64) {
+	if len(keys) == 0 {
+		return
+	}
 	_ = s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
@@ -166,17 +178,15 @@ func sketchOf(s *Store, id ID) []uint64 {
 		prefix := []byte("f/")
 		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 			k := it.Item().Key()
-			if len(k) == 42 && ID(k[10:]) == id {
-				var sf uint64
-				for _, b := range k[2:10] {
-					sf = sf<<8 | uint64(b)
-				}
-				sfs = append(sfs, sf)
+			if len(k) != 42 {
+				continue
+			}
+			if ks, ok := keys[ID(k[10:])]; ok {
+				keys[ID(k[10:])] = append(ks, binary.BigEndian.Uint64(k[2:10]))
 			}
 		}
 		return nil
 	})
-	return sfs
 }
 
 // sweepOrphanFrames deletes frames without a record (left by a crash
@@ -373,7 +383,7 @@ func (s *Store) Usage() (Usage, error) {
 		u.Unique += int64(r.rawLen)
 		u.Stored += int64(r.storedLen)
 		alone += int64(r.aloneLen)
-		if r.kind == kindDelta {
+		if r.kind != kindFull {
 			u.DeltaChunks++
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"sort"
 	"sync"
 
@@ -33,7 +34,7 @@ type pendingChunk struct {
 	dup   bool // already stored, or first seen earlier in this put
 	frame []byte
 	rec   chunkRecord
-	sk    delta.Sketch
+	keys  [delta.NumFeatures]uint64 // index keys (Store.sketch)
 	err   error
 	done  chan struct{}
 }
@@ -127,7 +128,7 @@ func (b *Builder) write(r io.Reader) error {
 			}
 			b.st.New++
 			b.st.Stored += int64(len(p.frame))
-			if p.rec.kind == kindDelta {
+			if p.rec.kind != kindFull {
 				b.st.Deltas++
 			}
 		} else {
@@ -146,7 +147,7 @@ func (b *Builder) write(r io.Reader) error {
 }
 
 // codeChunk hashes a chunk and, when it is new, codes it alone and against
-// the most similar stored chunk, keeping the smaller where the delta pays.
+// the most similar stored chunks, keeping the smallest where a delta pays.
 func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 	p.id = blake3.Sum256(p.data)
 	if _, seen := claimed.LoadOrStore(p.id, true); seen {
@@ -159,61 +160,95 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 	} else if !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	p.sk = delta.Compute(p.data)
-	cands := s.candidates(p.sk)
-	// against codes the chunk against candidate c's chunk: nil when that
-	// cannot be read (a damaged base is no base; verify reports it) or the
-	// two are too large to code together.
-	against := func(c candidate) []byte {
-		bc, err := s.chunkData(c.id)
-		if err != nil {
-			return nil
+	p.keys = s.sketch(p.data)
+	cands := s.candidates(&p.keys)
+	// against codes the chunk against the candidates' chunks, as one
+	// history in that order: nil when one cannot be read (a damaged base is
+	// no base; verify reports it) or they are too large to code together.
+	against := func(cs ...candidate) []byte {
+		var bases [2][]byte
+		for i, c := range cs {
+			bc, err := s.chunkData(c.id)
+			if err != nil {
+				return nil
+			}
+			defer s.cache.release(bc)
+			bases[i] = bc.data
 		}
-		fr, ok := delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], bc.data, p.data, s.tier)
-		s.cache.release(bc)
+		fr, ok := delta.EncodeTo(s.cache.alloc(len(p.data) + frameSlack)[:0], p.data, s.tier, bases[:len(cs)]...)
 		if !ok {
 			s.cache.free(fr)
 			return nil
 		}
 		return fr
 	}
-	// The best candidate first: a delta under a tenth of what the chunk
-	// would take alone is kept, and no other candidate is tried, so when
-	// the delta is that small against the base's own ratio, coding the
-	// chunk alone would change nothing but the statistics. In a release
-	// series most new chunks are such deltas, and coding them alone too
-	// took a tenth of the put's CPU. Their aloneLen is then the base's
-	// ratio applied to this chunk (docs/store.md).
-	var first []byte
+	record := func(fr []byte, aloneLen int, cs ...candidate) {
+		p.frame = fr
+		p.rec = chunkRecord{kind: kindDelta, depth: 1 + cs[0].depth, base: cs[0].id, rawLen: len(p.data), storedLen: len(fr), aloneLen: aloneLen}
+		if len(cs) == 2 {
+			p.rec.kind, p.rec.depth, p.rec.base2 = kindDelta2, 2+cs[0].depth+cs[1].depth, cs[1].id
+		}
+	}
+	// The best candidate first, then the best with a second base that
+	// covers what the first lacks: a delta under a tenth of what the chunk
+	// would take alone is kept, and nothing else is tried, so when the delta
+	// is that small against the base's own ratio, coding the chunk alone
+	// would change nothing but the statistics. In a release series most new
+	// chunks are such deltas, and coding them alone too took a tenth of the
+	// put's CPU. Their aloneLen is then the base's ratio applied to this
+	// chunk (docs/store.md).
+	type try struct {
+		fr []byte
+		cs []candidate
+	}
+	var tries []try
 	if len(cands) > 0 {
 		c := cands[0]
-		first = against(c)
-		if est := c.aloneLen * len(p.data) / max(1, c.rawLen); first != nil && len(first)*10 <= est {
-			p.frame = first
-			p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(first), aloneLen: est}
-			return nil
+		est := c.aloneLen * len(p.data) / max(1, c.rawLen)
+		if fr := against(c); fr != nil {
+			if len(fr)*10 <= est {
+				record(fr, est, c)
+				return nil
+			}
+			tries = append(tries, try{fr, []candidate{c}})
+		}
+		if c2, ok := complement(cands); ok {
+			if fr := against(c, c2); fr != nil {
+				if len(fr)*10 <= est && (len(tries) == 0 || len(fr) < len(tries[0].fr)) {
+					for _, t := range tries {
+						s.cache.free(t.fr)
+					}
+					record(fr, est, c, c2)
+					return nil
+				}
+				tries = append(tries, try{fr, []candidate{c, c2}})
+			}
 		}
 	}
 	alone := codec.EncodeChunk(s.cache.alloc(len(p.data) + frameSlack)[:0], p.data, s.tier)
 	p.frame = alone
 	p.rec = chunkRecord{kind: kindFull, rawLen: len(p.data), storedLen: len(alone), aloneLen: len(alone)}
-	for i, c := range cands {
-		fr := first
-		if i > 0 {
-			fr = against(c)
-		}
-		if fr == nil {
-			continue
-		}
-		if len(fr) < len(p.frame) && delta.Keep(fr, p.data, len(alone), s.tier) {
+	judge := delta.Judge{Target: p.data, AloneLen: len(alone), Tier: s.tier}
+	consider := func(t try) {
+		if len(t.fr) < len(p.frame) && judge.Keep(t.fr) {
 			s.cache.free(p.frame) // the alone frame, or a worse delta
-			p.frame = fr
-			p.rec = chunkRecord{kind: kindDelta, depth: c.depth + 1, base: c.id, rawLen: len(p.data), storedLen: len(fr), aloneLen: len(alone)}
+			record(t.fr, len(alone), t.cs...)
 		} else {
-			s.cache.free(fr)
+			s.cache.free(t.fr)
 		}
-		if len(p.frame)*10 <= len(alone) {
-			break // good enough: a second candidate would cost a whole encode
+	}
+	for _, t := range tries {
+		consider(t)
+	}
+	// Where that is still not a tenth of the chunk alone, one more single
+	// base: the candidate with the shortest chain among those sharing most,
+	// since an older version may give the smaller delta and leaves more of
+	// the depth budget to the chunks that will be coded against this one.
+	if len(p.frame)*10 > len(alone) {
+		if c, ok := shortest(cands); ok {
+			if fr := against(c); fr != nil {
+				consider(try{fr, []candidate{c}})
+			}
 		}
 	}
 	return nil
@@ -221,47 +256,64 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 
 type candidate struct {
 	id               ID
-	shared           int
+	shared           int    // index keys in common with the new chunk
+	keys             uint32 // which of them (bit i: the new chunk's key i)
 	depth            int
 	rawLen, aloneLen int // the base's
 }
 
-// candidates returns up to two stored chunks that share super-features with
-// sk and can still take a delta (depth below MaxDepth): the one sharing most
-// with the longest chain (usually the latest version of this content) and
-// the one with the shortest chain, since either may give the smaller delta.
-func (s *Store) candidates(sk delta.Sketch) []candidate {
-	counts := map[ID]int{}
+// sketch returns a chunk's index keys: its feature keys in a format-2
+// store, its three super-features in a format-1 store (zeros unused).
+func (s *Store) sketch(data []byte) [delta.NumFeatures]uint64 {
+	if s.cfg.Format >= 2 {
+		return delta.FeatureKeys(data)
+	}
+	var k [delta.NumFeatures]uint64
+	sk := delta.Compute(data)
+	copy(k[:], sk[:])
+	return k
+}
+
+// candidates returns the stored chunks that share index keys with a new
+// chunk and can still take a delta (depth below MaxDepth), the one sharing
+// most first, and among those sharing as much the one with the longest
+// chain (usually the latest version of this content) first.
+func (s *Store) candidates(keys *[delta.NumFeatures]uint64) []candidate {
+	found := map[ID]*candidate{}
 	_ = s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		for _, sf := range sk {
-			if sf == 0 {
+		for i, key := range keys {
+			if key == 0 {
 				continue
 			}
-			prefix := featureKey(sf, ID{})[:10]
+			prefix := featureKey(key, ID{})[:10]
 			n := 0
 			for it.Seek(prefix); it.ValidForPrefix(prefix) && n < 16; it.Next() {
 				var id ID
 				copy(id[:], it.Item().Key()[10:])
-				counts[id]++
+				c := found[id]
+				if c == nil {
+					c = &candidate{id: id}
+					found[id] = c
+				}
+				c.shared++
+				c.keys |= 1 << i
 				n++
 			}
 		}
 		return nil
 	})
 	var cs []candidate
-	for id, n := range counts {
+	for id, c := range found {
 		r, err := s.record(id)
 		if err != nil || r.depth >= MaxDepth {
 			continue
 		}
-		cs = append(cs, candidate{id, n, r.depth, r.rawLen, r.aloneLen})
-	}
-	if len(cs) == 0 {
-		return nil
+		c.depth, c.rawLen, c.aloneLen = r.depth, r.rawLen, r.aloneLen
+		cs = append(cs, *c)
 	}
 	sort.Slice(cs, func(i, j int) bool {
 		if cs[i].shared != cs[j].shared {
@@ -272,14 +324,40 @@ func (s *Store) candidates(sk delta.Sketch) []candidate {
 		}
 		return string(cs[i].id[:]) < string(cs[j].id[:])
 	})
-	out := []candidate{cs[0]}
-	best := cs[0].shared
+	return cs
+}
+
+// complement picks a second base for cs[0]: the candidate sharing most of
+// the keys cs[0] lacks (so likely holding the part of the new chunk that
+// cs[0] does not), within the depth budget of a two-base delta. Only
+// format-2 stores have keys enough for this (a format-1 sketch's three
+// super-features seldom tell parts apart), and only they may hold
+// two-base deltas.
+func complement(cs []candidate) (candidate, bool) {
+	var best candidate
+	most := 0
 	for _, c := range cs[1:] {
-		if c.shared == best && c.depth < out[0].depth && (len(out) == 1 || c.depth < out[1].depth) {
-			out = append(out[:1], c)
+		n := bits.OnesCount32(c.keys &^ cs[0].keys)
+		if n > most && 2+cs[0].depth+c.depth <= MaxDepth && c.rawLen+cs[0].rawLen < codec.MaxChunk {
+			best, most = c, n
 		}
 	}
-	return out
+	return best, most > 0
+}
+
+// shortest returns the candidate with the shortest chain among those
+// sharing as much as the first, when it is not the first.
+func shortest(cs []candidate) (candidate, bool) {
+	if len(cs) < 2 {
+		return candidate{}, false
+	}
+	best := cs[0]
+	for _, c := range cs[1:] {
+		if c.shared == cs[0].shared && c.depth < best.depth {
+			best = c
+		}
+	}
+	return best, best.id != cs[0].id
 }
 
 // frameSlack is what a chunk's frame may take beyond its bytes (headers,
@@ -335,7 +413,7 @@ func setChunk(txn *badger.Txn, p *pendingChunk) error {
 	if err := txn.Set(chunkKey(p.id), p.rec.encode()); err != nil {
 		return err
 	}
-	for _, sf := range p.sk {
+	for _, sf := range p.keys {
 		if sf != 0 {
 			if err := txn.Set(featureKey(sf, p.id), nil); err != nil {
 				return err

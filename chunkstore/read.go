@@ -82,26 +82,27 @@ func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) (*cached, error) {
 		}
 		return nil, err
 	}
-	var base []byte
-	if r.kind == kindDelta {
-		bc := s.cache.acquire(r.base)
+	var bases [2][]byte
+	ids := r.bases()
+	for i, b := range ids {
+		bc := s.cache.acquire(b)
 		if bc == nil {
-			br, err := s.readRecord(r.base)
+			br, err := s.readRecord(b)
 			if err != nil {
-				return nil, corrupt("chunk %s: base %s: %v", id.Short(), r.base.Short(), err)
+				return nil, corrupt("chunk %s: base %s: %v", id.Short(), b.Short(), err)
 			}
-			if bc, err = s.decodeChunk(r.base, br, hops+1); err != nil {
+			if bc, err = s.decodeChunk(b, br, hops+1); err != nil {
 				return nil, err
 			}
 		}
 		defer s.cache.release(bc)
-		base = bc.data
+		bases[i] = bc.data
 	}
 	if cap(frame) > cap(*fb) {
 		*fb = frame // grown: keep the larger buffer
 	}
 	buf := s.cache.alloc(r.rawLen)
-	if err := codec.DecodeChunkTo(buf, frame, base); err != nil {
+	if err := codec.DecodeChunkFrom(buf, frame, bases[:len(ids)]); err != nil {
 		s.cache.free(buf)
 		return nil, corrupt("chunk %s: %v", id.Short(), err)
 	}

@@ -28,18 +28,35 @@ func corrupt(format string, args ...any) error {
 
 // Chunk kinds.
 const (
-	kindFull  = 1 // coded alone
-	kindDelta = 2 // coded against a base chunk
+	kindFull   = 1 // coded alone
+	kindDelta  = 2 // coded against a base chunk
+	kindDelta2 = 3 // coded against two base chunks, one after the other (format 2)
 )
 
 // chunkRecord is the metadata of one stored chunk (key "k/"+id).
 type chunkRecord struct {
-	kind      byte
-	depth     int // decodes needed beyond this one: 0 for a full chunk
+	kind byte
+	// depth is how many decodes reading the chunk may need beyond its own:
+	// 0 for a full chunk, 1 + its base's for a delta, 2 + both bases' for a
+	// delta against two (counted as if the two shared nothing), so it bounds
+	// the decodes a read costs, never more than MaxDepth.
+	depth     int
 	rawLen    int
 	storedLen int // bytes of its frame
 	aloneLen  int // bytes it would take coded alone (== storedLen when full)
-	base      ID  // delta only
+	base      ID  // deltas only
+	base2     ID  // kindDelta2 only: the second base, after base in the history
+}
+
+// bases lists the chunks a delta was coded against, in history order.
+func (r chunkRecord) bases() []ID {
+	switch r.kind {
+	case kindDelta:
+		return []ID{r.base}
+	case kindDelta2:
+		return []ID{r.base, r.base2}
+	}
+	return nil
 }
 
 func (r chunkRecord) encode() []byte {
@@ -47,8 +64,8 @@ func (r chunkRecord) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(r.rawLen))
 	b = binary.AppendUvarint(b, uint64(r.storedLen))
 	b = binary.AppendUvarint(b, uint64(r.aloneLen))
-	if r.kind == kindDelta {
-		b = append(b, r.base[:]...)
+	for _, id := range r.bases() {
+		b = append(b, id[:]...)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -83,6 +100,12 @@ func decodeChunkRecord(b []byte) (chunkRecord, error) {
 			return r, corrupt("delta chunk record malformed")
 		}
 		copy(r.base[:], p)
+	case kindDelta2:
+		if len(p) != 2*len(r.base) || r.depth < 2 || r.depth > MaxDepth {
+			return r, corrupt("two-base delta chunk record malformed")
+		}
+		copy(r.base[:], p)
+		copy(r.base2[:], p[len(r.base):])
 	default:
 		return r, corrupt("chunk record kind %d", r.kind)
 	}

@@ -24,8 +24,11 @@ import (
 	"github.com/glyd/glyd/codec"
 )
 
-// FormatVersion is the store layout this package writes and reads.
-const FormatVersion = 1
+// FormatVersion is the store layout this package writes; it reads every
+// version up to it. Format 2 indexes each feature of a chunk on its own and
+// may hold deltas against two bases (docs/store.md); a format-1 store stays
+// format 1, written as before, so the glyd that made it still reads it.
+const FormatVersion = 2
 
 // MaxDepth bounds delta chains: reading a chunk costs at most MaxDepth+1
 // decodes (itself and its bases).
@@ -75,6 +78,12 @@ var ErrInUse = errors.New("the store is in use by another process (glydfs or gly
 
 // Init creates a store in dir, which must not exist or be empty.
 func Init(dir string, opts Options) (*Store, error) {
+	return initFormat(dir, opts, FormatVersion)
+}
+
+// initFormat is Init writing an older format: the tests make format-1
+// stores with it, as earlier glyds wrote them.
+func initFormat(dir string, opts Options, format int) (*Store, error) {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
 			return nil, fmt.Errorf("%s: a store already exists here", dir)
@@ -97,7 +106,7 @@ func Init(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := config{Format: FormatVersion, Tier: opts.Tier.String(), Chunking: opts.Chunking}
+	cfg := config{Format: format, Tier: opts.Tier.String(), Chunking: opts.Chunking}
 	b, _ := json.Marshal(cfg)
 	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(keyConfig, b) }); err != nil {
 		db.Close()

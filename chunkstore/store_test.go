@@ -306,6 +306,7 @@ func FuzzDecodeManifest(f *testing.F) {
 func FuzzDecodeChunkRecord(f *testing.F) {
 	f.Add(chunkRecord{kind: kindFull, rawLen: 100, storedLen: 50, aloneLen: 50}.encode())
 	f.Add(chunkRecord{kind: kindDelta, depth: 2, rawLen: 100, storedLen: 5, aloneLen: 50, base: ID{7}}.encode())
+	f.Add(chunkRecord{kind: kindDelta2, depth: 2, rawLen: 100, storedLen: 5, aloneLen: 50, base: ID{7}, base2: ID{8}}.encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeChunkRecord(b)
 		if err == nil && !bytes.Equal(r.encode(), b) {

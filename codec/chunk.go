@@ -29,6 +29,26 @@ func EncodeDelta(dst, base, target []byte, tier Tier) []byte {
 	return encodeDeltaUnit(dst, base, target, tier, baseRef{})
 }
 
+// EncodeDeltaFrom is EncodeDelta against the concatenation of bases, in
+// order: a chunk whose content is spread over several stored chunks is coded
+// against all of them at once. DecodeChunkFrom decodes it with the same
+// bases in the same order. The frame is the same as EncodeDelta's against
+// the concatenated bytes.
+func EncodeDeltaFrom(dst []byte, bases [][]byte, target []byte, tier Tier) []byte {
+	if basesLen(bases)+len(target) > MaxChunk {
+		panic("codec: bases and target larger than a unit")
+	}
+	return encodeDeltaUnitFrom(dst, bases, target, tier, baseRef{})
+}
+
+func basesLen(bases [][]byte) int {
+	n := 0
+	for _, b := range bases {
+		n += len(b)
+	}
+	return n
+}
+
 // ChunkInfo is what a chunk frame's header says.
 type ChunkInfo struct {
 	RawLen int
@@ -79,7 +99,7 @@ func DecodeChunk(frame, base []byte) ([]byte, error) {
 		return nil, err
 	}
 	out := make([]byte, uh.rawLen)
-	return out, decodeChunk(out, frame, base, uh)
+	return out, decodeChunk(out, frame, [][]byte{base}, uh)
 }
 
 // DecodeChunkTo decodes a chunk frame into dst, which must hold exactly the
@@ -93,21 +113,35 @@ func DecodeChunkTo(dst, frame, base []byte) error {
 	if uh.rawLen != len(dst) {
 		return formatErr(0, -1, 0, "chunk of %d bytes, %d expected", uh.rawLen, len(dst))
 	}
-	return decodeChunk(dst, frame, base, uh)
+	return decodeChunk(dst, frame, [][]byte{base}, uh)
 }
 
-func decodeChunk(out, frame, base []byte, uh unitHeader) error {
-	if len(base)+uh.rawLen > MaxChunk {
-		return formatErr(0, -1, 0, "base of %d bytes too large for a chunk of %d", len(base), uh.rawLen)
+// DecodeChunkFrom is DecodeChunkTo for a frame coded by EncodeDeltaFrom:
+// bases are the same chunks in the same order.
+func DecodeChunkFrom(dst, frame []byte, bases [][]byte) error {
+	uh, err := chunkHeader(frame)
+	if err != nil {
+		return err
 	}
-	if len(base) == 0 {
+	if uh.rawLen != len(dst) {
+		return formatErr(0, -1, 0, "chunk of %d bytes, %d expected", uh.rawLen, len(dst))
+	}
+	return decodeChunk(dst, frame, bases, uh)
+}
+
+func decodeChunk(out, frame []byte, bases [][]byte, uh unitHeader) error {
+	histLen := basesLen(bases)
+	if histLen+uh.rawLen > MaxChunk {
+		return formatErr(0, -1, 0, "base of %d bytes too large for a chunk of %d", histLen, uh.rawLen)
+	}
+	if histLen == 0 {
 		return decodeUnitAt(out, 0, frame[unitHeaderSize:], uh, 0, 0, baseRef{})
 	}
 	// A delta decodes after its base in one buffer (the base is its
 	// history). The buffer comes from a pool and only the result is
 	// copied out: a fresh base-plus-chunk buffer per delta cost more in
 	// page faults and clearing than the decode itself.
-	need := len(base) + uh.rawLen
+	need := histLen + uh.rawLen
 	wp, _ := chunkWork.Get().(*[]byte)
 	if wp == nil || cap(*wp) < need {
 		b := make([]byte, need)
@@ -115,11 +149,14 @@ func decodeChunk(out, frame, base []byte, uh unitHeader) error {
 	}
 	work := (*wp)[:need]
 	defer chunkWork.Put(wp)
-	copy(work, base)
-	if err := decodeUnitAt(work, len(base), frame[unitHeaderSize:], uh, 0, 0, baseRef{}); err != nil {
+	n := 0
+	for _, b := range bases {
+		n += copy(work[n:], b)
+	}
+	if err := decodeUnitAt(work, histLen, frame[unitHeaderSize:], uh, 0, 0, baseRef{}); err != nil {
 		return err
 	}
-	copy(out, work[len(base):])
+	copy(out, work[histLen:])
 	return nil
 }
 

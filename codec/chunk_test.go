@@ -54,6 +54,34 @@ func TestDeltaChunk(t *testing.T) {
 	}
 }
 
+// A chunk made of parts of two chunks codes against both at once; the
+// frame is the one-base frame against their concatenation, and the wrong
+// bases give an error, never other bytes.
+func TestDeltaFromTwoBases(t *testing.T) {
+	a, b := sample(96<<10, 3), sample(80<<10, 4)
+	target := append(append(bytes.Clone(a[40<<10:]), "glue between the two"...), b[:50<<10]...)
+	cat := append(bytes.Clone(a), b...)
+	for _, tier := range tiers {
+		fr := EncodeDeltaFrom(nil, [][]byte{a, b}, target, tier)
+		if want := EncodeDelta(nil, cat, target, tier); !bytes.Equal(fr, want) {
+			t.Fatalf("tier %v: the two-base frame differs from the frame against the concatenation", tier)
+		}
+		if one := EncodeDelta(nil, a, target, tier); len(fr)*4 > len(one) {
+			t.Errorf("tier %v: %d bytes against both bases, %d against the first", tier, len(fr), len(one))
+		}
+		got := make([]byte, len(target))
+		if err := DecodeChunkFrom(got, fr, [][]byte{a, b}); err != nil || !bytes.Equal(got, target) {
+			t.Fatalf("tier %v: %v", tier, err)
+		}
+		if err := DecodeChunkFrom(got, fr, [][]byte{b, a}); err == nil && !bytes.Equal(got, target) {
+			t.Fatal("bases in the wrong order decoded to wrong bytes without an error")
+		}
+		if err := DecodeChunkFrom(got, fr, [][]byte{a}); err == nil {
+			t.Fatal("a missing base decoded without an error")
+		}
+	}
+}
+
 // FuzzDecodeChunk: chunk frames from the store are parsed by DecodeChunk.
 func FuzzDecodeChunk(f *testing.F) {
 	base := sample(3000, 2)

@@ -76,15 +76,25 @@ type baseRef struct{ off, len int64 }
 // encodeDeltaUnit appends a unit frame coding target with base as history;
 // every delta block records ref.
 func encodeDeltaUnit(dst, base, target []byte, tier Tier, ref baseRef) []byte {
+	return encodeDeltaUnitFrom(dst, [][]byte{base}, target, tier, ref)
+}
+
+// encodeDeltaUnitFrom is encodeDeltaUnit with the history the concatenation
+// of bases, in order.
+func encodeDeltaUnitFrom(dst []byte, bases [][]byte, target []byte, tier Tier, ref baseRef) []byte {
 	pool := &deltaPools[tier]
 	e := pool.Get().(*lz.Encoder)
 	defer pool.Put(e)
-	bp := getFrame()
-	buf := append(append(bp, base...), target...)
+	buf := getFrame()
+	for _, b := range bases {
+		buf = append(buf, b...)
+	}
+	hist := len(buf)
+	buf = append(buf, target...)
 	defer putFrame(buf)
 	e.StartUnit(len(buf))
-	e.Prime(buf, len(base))
-	return encodeBlocks(dst, buf, len(base), e, ref)
+	e.Prime(buf, hist)
+	return encodeBlocks(dst, buf, hist, e, ref)
 }
 
 // encodeBlocks appends a unit frame coding src[hist:] (src[:hist] is history

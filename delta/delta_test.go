@@ -28,6 +28,44 @@ func randText(r *rand.Rand, n int) []byte {
 	return b[:n]
 }
 
+// Feature keys match on their own: a chunk holding half of a stored chunk
+// (its other half new, or from elsewhere) shares keys with it, where it
+// seldom shares a whole super-feature; unrelated data shares none.
+func TestFeatureKeysFindParts(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	shared := func(a, b Keys) int {
+		n := 0
+		for i := range a {
+			if a[i] != 0 && a[i] == b[i] {
+				n++
+			}
+		}
+		return n
+	}
+	total := 0
+	for range 20 {
+		base := randText(r, 128<<10)
+		part := append(bytes.Clone(base[64<<10:]), randText(r, 64<<10)...)
+		n := shared(FeatureKeys(base), FeatureKeys(part))
+		total += n
+		if n == 0 {
+			t.Errorf("a chunk holding half of another shares no feature key with it")
+		}
+		if other := shared(FeatureKeys(base), FeatureKeys(randText(r, 128<<10))); other != 0 {
+			t.Errorf("unrelated data shares %d feature keys", other)
+		}
+	}
+	// Each key matches when the feature's maximum falls in the shared
+	// half: a third of the time (the shared half is a third of the two
+	// chunks' content), 4 of 12 keys on average.
+	if total < 20*2 || total > 20*7 {
+		t.Errorf("%d keys shared over 20 half-copies, about 80 expected", total)
+	}
+	if FeatureKeys(make([]byte, 63)) != (Keys{}) {
+		t.Error("a tiny chunk should have no keys")
+	}
+}
+
 func TestSimilarChunksShareSuperFeatures(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	base := randText(r, 64<<10)
@@ -56,7 +94,7 @@ func TestEncodeDecide(t *testing.T) {
 	target := bytes.Clone(base)
 	copy(target[100:], "changed")
 	alone := len(codec.EncodeChunk(nil, target, codec.Default))
-	fr, ok := EncodeTo(nil, base, target, codec.Default)
+	fr, ok := EncodeTo(nil, target, codec.Default, base)
 	if !ok || !Keep(fr, target, alone, codec.Default) {
 		t.Fatal("a near copy should pay as a delta")
 	}
@@ -68,7 +106,7 @@ func TestEncodeDecide(t *testing.T) {
 	for i := range noise {
 		noise[i] = byte(r.Uint32())
 	}
-	if fr, ok := EncodeTo(nil, noise, target, codec.Default); ok && Keep(fr, target, alone, codec.Default) {
+	if fr, ok := EncodeTo(nil, target, codec.Default, noise); ok && Keep(fr, target, alone, codec.Default) {
 		t.Fatal("an unrelated base should not pay")
 	}
 }
