@@ -218,7 +218,7 @@ func (r *Report) writeSeries(w io.Writer, s *Series) {
 		if g.Tier != "default" {
 			c = s.Column(colGlydMax)
 		}
-		p("- %s tier: the store directory takes %s bytes on disk after `Close` (%s of raw), against %s bytes of chunk frames: the rest is badger's LSM tree (chunk records, super-feature index, manifests), its value-log headers and its fixed files.\n",
+		p("- %s tier: the store directory takes %s bytes on disk after `Close` (%s of raw), against %s bytes of chunk frames: the rest is badger's LSM tree (chunk records, similarity index, manifests), its value-log headers and its fixed files.\n",
 			g.Tier, benchfmt.Commas(g.Disk), benchfmt.Pct(g.Disk, s.Raw), benchfmt.Commas(c.Total))
 	}
 	p("\n")
