@@ -95,3 +95,78 @@ func TestCacheRecyclingUnderLoad(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Buffers come from the region while it lasts and go back to the pool
+// whatever the pool holds already (the garbage collector cannot take a
+// piece of the region); past the region they come from the heap, and the
+// pool keeps only a quarter of the cache's size of those.
+func TestCacheRegion(t *testing.T) {
+	c := newChunkCache(8 * poolClass) // region: 10 classes plus 1 MiB
+	var region, heap [][]byte
+	for {
+		b := c.alloc(4 * poolClass)
+		if !c.inRegion(b) {
+			heap = append(heap, b)
+			break
+		}
+		region = append(region, b)
+	}
+	if got := len(region) * 4 * poolClass; got > len(c.region) || got+4*poolClass <= len(c.region) {
+		t.Fatalf("%d region buffers of %d bytes from a region of %d", len(region), 4*poolClass, len(c.region))
+	}
+	for range 20 {
+		heap = append(heap, c.alloc(4*poolClass))
+	}
+	for _, b := range append(region, heap...) {
+		c.free(b)
+	}
+	if c.poolSize > c.limit/4+1<<20 {
+		t.Fatalf("pool holds %d heap bytes, over its cap", c.poolSize)
+	}
+	if n := len(c.pool[4]); n < len(region) {
+		t.Fatalf("the pool kept %d buffers, fewer than the %d region buffers", n, len(region))
+	}
+	fromRegion := 0
+	for range len(region) {
+		if c.inRegion(c.alloc(4 * poolClass)) {
+			fromRegion++
+		}
+	}
+	if fromRegion != len(region) {
+		t.Errorf("%d of %d reused buffers came from the region", fromRegion, len(region))
+	}
+}
+
+// Faulting the region in never changes bytes already written to it, while
+// other goroutines write.
+func TestPrefaultKeepsBytes(t *testing.T) {
+	c := newChunkCache(16 << 20)
+	var bufs [][]byte
+	for i := range 64 {
+		b := c.alloc(64 << 10)
+		for j := range b {
+			b[j] = byte(i + j)
+		}
+		bufs = append(bufs, b)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 64; i < 200; i++ {
+			b := c.alloc(64 << 10)
+			for j := range b {
+				b[j] = byte(i + j)
+			}
+			bufs = append(bufs, b)
+		}
+	}()
+	prefault(c.region)
+	<-done
+	for i, b := range bufs {
+		for j := range b {
+			if b[j] != byte(i+j) {
+				t.Fatalf("buffer %d byte %d changed", i, j)
+			}
+		}
+	}
+}

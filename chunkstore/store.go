@@ -41,7 +41,11 @@ type Options struct {
 	Chunking cdc.Params
 	Threads  int   // put pipeline workers; 0 means one per CPU
 	Cache    int64 // bytes of decoded chunks kept for reads; 0 means 64 MiB
-	ReadOnly bool
+	// WarmCache faults the chunk cache's memory in at open, in the
+	// background, for a long-lived reader (glydfs): its first reads then
+	// fill buffers already in memory (chunkCache.warm).
+	WarmCache bool
+	ReadOnly  bool
 }
 
 // config is what the store records about itself (key "meta/config").
@@ -169,8 +173,12 @@ func newStore(dir string, db *badger.DB, cfg config, opts Options) (*Store, erro
 	if opts.Threads <= 0 {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
-	return &Store{dir: dir, db: db, blobs: badgerBlobs{db}, cfg: cfg, tier: tier, opts: opts, cache: newChunkCache(opts.Cache),
-		prefetch: make(chan struct{}, 4*opts.Threads)}, nil
+	s := &Store{dir: dir, db: db, blobs: badgerBlobs{db}, cfg: cfg, tier: tier, opts: opts, cache: newChunkCache(opts.Cache),
+		prefetch: make(chan struct{}, 4*opts.Threads)}
+	if opts.WarmCache {
+		s.cache.warm()
+	}
+	return s, nil
 }
 
 // validChunking checks chunking parameters for a store: valid for the

@@ -117,7 +117,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	hdr.Add("run time", rt)
 	hdr.Add("command", "`"+r.Config.CmdLine+"`")
-	hdr.Add("glyd, glydfs", r.Build+"; glydfs mounted with its defaults (`bin/glydfs -f STORE MNT`: default tier, 256 MiB chunk cache, 8 MiB read-ahead, 32 versions kept)")
+	hdr.Add("glyd, glydfs", r.Build+"; glydfs mounted with its defaults (`bin/glydfs -f STORE MNT`: default tier, 64 MiB chunk cache, 8 MiB read-ahead, 32 versions kept)")
 	hdr.Add("local disk", m.WorkFS)
 	drop := "yes: `sync; echo 3 > /proc/sys/vm/drop_caches` before every cold run"
 	if !r.Dropped {
