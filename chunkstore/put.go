@@ -197,57 +197,79 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 	// chunks are such deltas, and coding them alone too took a tenth of the
 	// put's CPU. Their aloneLen is then the base's ratio applied to this
 	// chunk (docs/store.md).
-	type try struct {
-		fr []byte
-		cs []candidate
-	}
-	var tries []try
-	if len(cands) > 0 {
-		c := cands[0]
-		est := c.aloneLen * len(p.data) / max(1, c.rawLen)
-		if fr := against(c); fr != nil {
-			if len(fr)*10 <= est {
-				record(fr, est, c)
-				return nil
-			}
-			tries = append(tries, try{fr, []candidate{c}})
+	choose := func() {
+		type try struct {
+			fr []byte
+			cs []candidate
 		}
-		if c2, ok := complement(cands); ok {
-			if fr := against(c, c2); fr != nil {
-				if len(fr)*10 <= est && (len(tries) == 0 || len(fr) < len(tries[0].fr)) {
-					for _, t := range tries {
-						s.cache.free(t.fr)
-					}
-					record(fr, est, c, c2)
-					return nil
-				}
-				tries = append(tries, try{fr, []candidate{c, c2}})
-			}
-		}
-	}
-	alone := codec.EncodeChunk(s.cache.alloc(len(p.data) + frameSlack)[:0], p.data, s.tier)
-	p.frame = alone
-	p.rec = chunkRecord{kind: kindFull, rawLen: len(p.data), storedLen: len(alone), aloneLen: len(alone)}
-	judge := delta.Judge{Target: p.data, AloneLen: len(alone), Tier: s.tier}
-	consider := func(t try) {
-		if len(t.fr) < len(p.frame) && judge.Keep(t.fr) {
-			s.cache.free(p.frame) // the alone frame, or a worse delta
-			record(t.fr, len(alone), t.cs...)
-		} else {
-			s.cache.free(t.fr)
-		}
-	}
-	for _, t := range tries {
-		consider(t)
-	}
-	// Where that is still not a tenth of the chunk alone, one more single
-	// base: the candidate with the shortest chain among those sharing most,
-	// since an older version may give the smaller delta and leaves more of
-	// the depth budget to the chunks that will be coded against this one.
-	if len(p.frame)*10 > len(alone) {
-		if c, ok := shortest(cands); ok {
+		var tries []try
+		if len(cands) > 0 {
+			c := cands[0]
+			est := c.aloneLen * len(p.data) / max(1, c.rawLen)
 			if fr := against(c); fr != nil {
-				consider(try{fr, []candidate{c}})
+				if len(fr)*10 <= est {
+					record(fr, est, c)
+					return
+				}
+				tries = append(tries, try{fr, []candidate{c}})
+			}
+			if c2, ok := complement(cands); ok {
+				if fr := against(c, c2); fr != nil {
+					if len(fr)*10 <= est && (len(tries) == 0 || len(fr) < len(tries[0].fr)) {
+						for _, t := range tries {
+							s.cache.free(t.fr)
+						}
+						record(fr, est, c, c2)
+						return
+					}
+					tries = append(tries, try{fr, []candidate{c, c2}})
+				}
+			}
+		}
+		alone := codec.EncodeChunk(s.cache.alloc(len(p.data) + frameSlack)[:0], p.data, s.tier)
+		p.frame = alone
+		p.rec = chunkRecord{kind: kindFull, rawLen: len(p.data), storedLen: len(alone), aloneLen: len(alone)}
+		judge := delta.Judge{Target: p.data, AloneLen: len(alone), Tier: s.tier}
+		consider := func(t try) {
+			if len(t.fr) < len(p.frame) && judge.Keep(t.fr) {
+				s.cache.free(p.frame) // the alone frame, or a worse delta
+				record(t.fr, len(alone), t.cs...)
+			} else {
+				s.cache.free(t.fr)
+			}
+		}
+		for _, t := range tries {
+			consider(t)
+		}
+		// Where that is still not a tenth of the chunk alone, one more single
+		// base: the candidate with the shortest chain among those sharing most,
+		// since an older version may give the smaller delta and leaves more of
+		// the depth budget to the chunks that will be coded against this one.
+		if len(p.frame)*10 > len(alone) {
+			if c, ok := shortest(cands); ok {
+				if fr := against(c); fr != nil {
+					consider(try{fr, []candidate{c}})
+				}
+			}
+		}
+	}
+	choose()
+	// A delta at the depth cap is a dead end: nothing can be coded against
+	// it, so the next version of this content must reach back past it, to
+	// an older version and a larger delta, and the one after further still.
+	// Coding it against a shallow candidate instead, when that costs at
+	// most deadEnd times as much, starts a new chain the next versions
+	// follow at a version apart (on releases/x-tools: 2.62 MB stored at the
+	// max tier instead of 2.77, the last versions' deltas half as large).
+	if p.rec.kind != kindFull && p.rec.depth >= MaxDepth {
+		if c, ok := shallowest(cands); ok {
+			if fr := against(c); fr != nil {
+				if len(fr) <= deadEnd*len(p.frame) && delta.Pays(len(fr), p.rec.aloneLen) {
+					s.cache.free(p.frame)
+					record(fr, p.rec.aloneLen, c)
+				} else {
+					s.cache.free(fr)
+				}
 			}
 		}
 	}
@@ -451,4 +473,26 @@ func (w *chunkWriter) discard() {
 		w.txn, w.n = nil, 0
 		w.recycle()
 	}
+}
+
+// deadEnd is how much larger than the chosen delta at the depth cap a
+// delta against a shallow base may be and still be taken instead: measured
+// on the release series, 1.5 to 3 store alike, 8 stores more.
+const deadEnd = 2
+
+// shallowest returns the candidate with the shortest chain, among those
+// sharing at least half as many keys as the first, whose delta would not
+// be at the depth cap itself.
+func shallowest(cs []candidate) (candidate, bool) {
+	var best candidate
+	found := false
+	for _, c := range cs {
+		if c.shared*2 < cs[0].shared || c.depth+1 >= MaxDepth {
+			continue
+		}
+		if !found || c.depth < best.depth || c.depth == best.depth && c.shared > best.shared {
+			best, found = c, true
+		}
+	}
+	return best, found
 }

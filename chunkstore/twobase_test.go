@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -276,4 +277,50 @@ func TestTwoBaseRecordRoundTrip(t *testing.T) {
 	if _, err := decodeChunkRecord(r.encode()); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("depth past the cap: %v", err)
 	}
+}
+
+// A long series does not end at the depth cap: where a version's delta
+// would be a dead end (depth MaxDepth, nothing can be coded against it), it
+// is coded against a shallow base instead, so later versions still find
+// bases a version apart. (Without that, 112 of these 157 deltas sat at the
+// cap.)
+func TestSeriesStartsNewChains(t *testing.T) {
+	s := tempStore(t, Options{Tier: codec.Default})
+	var first, last PutStats
+	var atCap, deltas int
+	data := version(1<<20, 1)
+	r := rand.New(rand.NewPCG(7, 7))
+	for v := 1; v <= 14; v++ {
+		// Each version edits the one before in a few places.
+		data = bytes.Clone(data)
+		for range 24 {
+			copy(data[r.IntN(len(data)-16):], fmt.Sprintf("edit %d.", v))
+		}
+		st, err := s.Put(fmt.Sprint(v), bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == 2 {
+			first = st
+		}
+		last = st
+	}
+	if err := s.eachRecord(func(id ID, r chunkRecord, err error) error {
+		if err != nil {
+			return err
+		}
+		if r.kind != kindFull {
+			deltas++
+			if r.depth >= MaxDepth {
+				atCap++
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if deltas == 0 || atCap*2 > deltas {
+		t.Errorf("%d of %d deltas at the depth cap", atCap, deltas)
+	}
+	t.Logf("%d of %d deltas at the cap; second version %d bytes, last %d", atCap, deltas, first.Stored, last.Stored)
 }
