@@ -30,7 +30,7 @@ type chunkCache struct {
 	// the pool when freed and is never given to the garbage collector.
 	// One region the size of the cache and its pool, rather than a heap
 	// allocation per buffer, so that warm can fault it in ahead of the
-	// first reads (see there).
+	// first reads (see there); only a warmed cache has one.
 	region []byte
 	bump   int
 
@@ -181,7 +181,6 @@ func (c *chunkCache) alloc(n int) []byte {
 		c.mu.Unlock()
 		return b[:n]
 	}
-	c.regionLocked()
 	if size := k * poolClass; c.bump+size <= len(c.region) {
 		b := c.region[c.bump : c.bump+size : c.bump+size]
 		c.bump += size
@@ -192,9 +191,11 @@ func (c *chunkCache) alloc(n int) []byte {
 	return make([]byte, n, k*poolClass)
 }
 
-// regionLocked allocates the region on first use: the cache's limit plus
-// the pool's (a store that is only put to, or barely read, touches only
-// what it uses: the heap hands out untouched pages).
+// regionLocked allocates the region: the cache's limit plus the pool's.
+// Only a cache that is warmed has one: allocating it costs clearing it
+// where the heap reuses memory, which took longer than a short-lived
+// store's whole read (glyd store get); such stores allocate buffer by
+// buffer.
 func (c *chunkCache) regionLocked() {
 	if c.region == nil {
 		n := c.limit + c.limit/4 + 1<<20

@@ -102,6 +102,9 @@ func TestCacheRecyclingUnderLoad(t *testing.T) {
 // pool keeps only a quarter of the cache's size of those.
 func TestCacheRegion(t *testing.T) {
 	c := newChunkCache(8 * poolClass) // region: 10 classes plus 1 MiB
+	c.mu.Lock()
+	c.regionLocked()
+	c.mu.Unlock()
 	var region, heap [][]byte
 	for {
 		b := c.alloc(4 * poolClass)
@@ -141,6 +144,9 @@ func TestCacheRegion(t *testing.T) {
 // other goroutines write.
 func TestPrefaultKeepsBytes(t *testing.T) {
 	c := newChunkCache(16 << 20)
+	c.mu.Lock()
+	c.regionLocked()
+	c.mu.Unlock()
 	var bufs [][]byte
 	for i := range 64 {
 		b := c.alloc(64 << 10)
