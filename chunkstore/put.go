@@ -330,7 +330,11 @@ func (s *Store) candidates(keys *[delta.NumFeatures]uint64) []candidate {
 	})
 	var cs []candidate
 	for id, c := range found {
-		r, err := s.record(id)
+		// Through the record cache: put holds the writer lock, so no GC
+		// deletes a record meanwhile, and in a series every version's
+		// chunk shares keys with the next, so the same records come up
+		// chunk after chunk.
+		r, err := s.readRecord(id)
 		if err != nil || r.depth >= MaxDepth {
 			continue
 		}
