@@ -213,7 +213,7 @@ func (s *Store) codeChunk(p *pendingChunk, claimed *sync.Map) error {
 				}
 				tries = append(tries, try{fr, []candidate{c}})
 			}
-			if c2, ok := complement(cands); ok {
+			if c2, ok := s.complement(cands); ok {
 				if fr := against(c, c2); fr != nil {
 					if len(fr)*10 <= est && (len(tries) == 0 || len(fr) < len(tries[0].fr)) {
 						for _, t := range tries {
@@ -359,7 +359,10 @@ func (s *Store) candidates(keys *[delta.NumFeatures]uint64) []candidate {
 // format-2 stores have keys enough for this (a format-1 sketch's three
 // super-features seldom tell parts apart), and only they may hold
 // two-base deltas.
-func complement(cs []candidate) (candidate, bool) {
+func (s *Store) complement(cs []candidate) (candidate, bool) {
+	if s.cfg.Format < 2 {
+		return candidate{}, false
+	}
 	var best candidate
 	most := 0
 	for _, c := range cs[1:] {

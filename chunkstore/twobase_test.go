@@ -244,6 +244,18 @@ func TestFormat1StoreStaysFormat1(t *testing.T) {
 	}
 }
 
+// Only a format-2 store pairs bases: a format-1 store's readers cannot
+// decode a two-base delta, whatever its super-features happen to share.
+func TestComplementOnlyInFormat2(t *testing.T) {
+	cands := []candidate{{id: ID{1}, shared: 2, keys: 0b011}, {id: ID{2}, shared: 1, keys: 0b100}}
+	for format, want := range map[int]bool{1: false, 2: true} {
+		s, _ := oneChunkStore(t, format)
+		if c, ok := s.complement(cands); ok != want || ok && c.id != (ID{2}) {
+			t.Errorf("format %d: complement %v %v, want %v", format, c.id.Short(), ok, want)
+		}
+	}
+}
+
 func countKeys(t *testing.T, s *Store, prefix string) int {
 	t.Helper()
 	n := 0
