@@ -106,14 +106,7 @@ func DecodeChunk(frame, base []byte) ([]byte, error) {
 // chunk's length (a caller that recycles its buffers knows it from its own
 // records): the decode then touches no fresh memory.
 func DecodeChunkTo(dst, frame, base []byte) error {
-	uh, err := chunkHeader(frame)
-	if err != nil {
-		return err
-	}
-	if uh.rawLen != len(dst) {
-		return formatErr(0, -1, 0, "chunk of %d bytes, %d expected", uh.rawLen, len(dst))
-	}
-	return decodeChunk(dst, frame, [][]byte{base}, uh)
+	return DecodeChunkFrom(dst, frame, [][]byte{base})
 }
 
 // DecodeChunkFrom is DecodeChunkTo for a frame coded by EncodeDeltaFrom:

@@ -233,22 +233,16 @@ func EncodeTo(dst, target []byte, tier codec.Tier, bases ...[]byte) ([]byte, boo
 	return codec.EncodeDeltaFrom(dst, bases, target, tier), true
 }
 
-// Keep reports whether delta frame fr of target is worth keeping against
-// aloneLen, the size of target coded alone: it must pay, and where the
-// base did not clearly do the work (the delta is over 60% of the chunk
-// alone), it must also pay against the same (harder-parsing) coder without
-// the base, so a delta is kept only for what the base gave. That coder
-// makes a chunk ~11% smaller than the default tier does; on the corpus
-// every delta this second test turned down was in that band, and coding
-// the chunk a third time for the deltas below it took a tenth of a put's
-// CPU.
-func Keep(fr, target []byte, aloneLen int, tier codec.Tier) bool {
-	j := Judge{Target: target, AloneLen: aloneLen, Tier: tier}
-	return j.Keep(fr)
-}
-
-// Judge is Keep for several deltas of one target: the target coded
-// without a base by the delta coder, which Keep may need, is coded once.
+// Judge decides whether a delta frame of Target is worth keeping against
+// AloneLen, the size of Target coded alone: it must pay, and where the base
+// did not clearly do the work (the delta is over 60% of the chunk alone),
+// it must also pay against the same (harder-parsing) coder without the
+// base, so a delta is kept only for what the base gave. That coder makes a
+// chunk ~11% smaller than the default tier does; on the corpus every delta
+// this second test turned down was in that band, and coding the chunk a
+// third time for the deltas below it took a tenth of a put's CPU. One Judge
+// serves all the deltas tried for a target: the target coded without a
+// base is coded once, when first needed.
 type Judge struct {
 	Target   []byte
 	AloneLen int
@@ -256,7 +250,7 @@ type Judge struct {
 	lazyLen  int // the target coded by the delta coder without a base; 0 until needed
 }
 
-// Keep is the package's Keep for the judge's target.
+// Keep reports whether delta frame fr of the judge's target is kept.
 func (j *Judge) Keep(fr []byte) bool {
 	if !Pays(len(fr), j.AloneLen) {
 		return false

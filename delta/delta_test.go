@@ -95,7 +95,7 @@ func TestEncodeDecide(t *testing.T) {
 	copy(target[100:], "changed")
 	alone := len(codec.EncodeChunk(nil, target, codec.Default))
 	fr, ok := EncodeTo(nil, target, codec.Default, base)
-	if !ok || !Keep(fr, target, alone, codec.Default) {
+	if !ok || !(&Judge{Target: target, AloneLen: alone, Tier: codec.Default}).Keep(fr) {
 		t.Fatal("a near copy should pay as a delta")
 	}
 	got, err := Decode(fr, base)
@@ -106,7 +106,7 @@ func TestEncodeDecide(t *testing.T) {
 	for i := range noise {
 		noise[i] = byte(r.Uint32())
 	}
-	if fr, ok := EncodeTo(nil, target, codec.Default, noise); ok && Keep(fr, target, alone, codec.Default) {
+	if fr, ok := EncodeTo(nil, target, codec.Default, noise); ok && (&Judge{Target: target, AloneLen: alone, Tier: codec.Default}).Keep(fr) {
 		t.Fatal("an unrelated base should not pay")
 	}
 }
