@@ -100,6 +100,11 @@ type inode struct {
 	obj   body     // the committed version, opened on first read
 	next  int64    // where a sequential reader reads next
 	ahead int64    // read-ahead issued up to here
+	// noXattrs: known to have no extended attributes (made by this mount
+	// and given none since), so getxattr answers without a lookup. The
+	// kernel asks for security.capability before every write and chown,
+	// and a file just created has none.
+	noXattrs bool
 }
 
 // New opens the filesystem held in store, creating its root on first use,
@@ -179,6 +184,13 @@ func (f *FS) Root() gofs.InodeEmbedder { return &dirNode{fsys: f, v: live, ino: 
 func (f *FS) Store() *chunkstore.Store { return f.store }
 
 // getInode returns the live inode ino, loading it from the store.
+// cachedInode returns inode ino when it is in the table, nil otherwise.
+func (f *FS) cachedInode(ino uint64) *inode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inodes[ino]
+}
+
 func (f *FS) getInode(ino uint64) (*inode, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"golang.org/x/sys/unix"
@@ -443,4 +444,161 @@ func TestSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEqual(t, m.path("a/b/f"), []byte("after"))
+}
+
+// Attributes set on a file while its writes are staged (what tar does to
+// every file it unpacks: write, then chown, chmod and utimes before
+// close) wait for the commit that stores the bytes; they survive a
+// remount, and so do those set on an open file with nothing staged, which
+// go in at once.
+func TestAttributesSetWhileStaged(t *testing.T) {
+	m := newMount(t)
+	mtime := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	f, err := os.OpenFile(m.path("staged"), os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("staged bytes\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Chown(1234, 5678); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Chmod(0o751); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Futimes(int(f.Fd()), []unix.Timeval{unix.NsecToTimeval(mtime.UnixNano()), unix.NsecToTimeval(mtime.UnixNano())}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, mode os.FileMode, uid, gid uint32, size int64) {
+		t.Helper()
+		fi, err := os.Stat(m.path(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm() != mode || st.Uid != uid || st.Gid != gid || !fi.ModTime().Equal(mtime) || fi.Size() != size {
+			t.Errorf("%s: mode %v uid %d gid %d mtime %v size %d, want %v %d %d %v %d",
+				name, fi.Mode().Perm(), st.Uid, st.Gid, fi.ModTime().UTC(), fi.Size(), mode, uid, gid, mtime, size)
+		}
+	}
+	check("staged", 0o751, 1234, 5678, 13) // seen at once, before the commit
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// An open handle with nothing staged: the change is written at once.
+	mustWrite(t, m.path("clean"), []byte("x"))
+	g, err := os.OpenFile(m.path("clean"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Chmod(0o604); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Chown(42, 43); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(m.path("clean"), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	// Its close commits nothing (nothing was written), so the changes
+	// are in the store only if Setattr wrote them.
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m = m.remount()
+	check("staged", 0o751, 1234, 5678, 13)
+	mustEqual(t, m.path("staged"), []byte("staged bytes\n"))
+	check("clean", 0o604, 42, 43, 1)
+}
+
+// Page buffers are recycled between files: a page that a write fills only
+// in part reads as zeros (or as the file's committed bytes) everywhere
+// else, whatever its buffer held before.
+func TestRecycledPagesReadZeros(t *testing.T) {
+	m := newMount(t)
+	junk := bytes.Repeat([]byte{0xAA}, 4*pageSize)
+	for i := range 4 {
+		mustWrite(t, m.path(fmt.Sprintf("junk%d", i)), junk)
+	}
+	// Sparse writes into a new file: the pages they land in are partly new.
+	f, err := os.Create(m.path("sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := make([]byte, 3*pageSize+404)
+	for _, off := range []int{100, pageSize + 7, 3*pageSize + 400} {
+		if _, err := f.WriteAt([]byte("data"), int64(off)); err != nil {
+			t.Fatal(err)
+		}
+		copy(want[off:], "data")
+	}
+	got := make([]byte, len(want))
+	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("staged sparse file differs from the model (%v)", err)
+	}
+	f.Close()
+	mustEqual(t, m.path("sparse"), want)
+	// A punched page written in part, and a committed file grown by a
+	// partial write past its end.
+	mustWrite(t, m.path("junk0"), junk) // recycles pages again
+	p, err := os.OpenFile(m.path("junk1"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := unix.Fallocate(int(p.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, pageSize, pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("x"), pageSize+10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("end"), int64(len(junk))+5); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	wantP := append(bytes.Clone(junk), make([]byte, 8)...)
+	clear(wantP[pageSize : 2*pageSize])
+	wantP[pageSize+10] = 'x'
+	copy(wantP[len(junk)+5:], "end")
+	mustEqual(t, m.path("junk1"), wantP)
+	m = m.remount()
+	mustEqual(t, m.path("junk1"), wantP)
+	mustEqual(t, m.path("sparse"), want)
+}
+
+// A file made by this mount answers getxattr from memory until it is
+// given an attribute; from then on the store answers.
+func TestXattrsOfNewFiles(t *testing.T) {
+	m := newMount(t)
+	mustWrite(t, m.path("f"), []byte("x"))
+	buf := make([]byte, 64)
+	if _, err := unix.Getxattr(m.path("f"), "user.a", buf); err != unix.ENODATA {
+		t.Fatalf("getxattr of a new file: %v, want ENODATA", err)
+	}
+	if err := unix.Setxattr(m.path("f"), "user.a", []byte("1"), unix.XATTR_REPLACE); err != unix.ENODATA {
+		t.Fatalf("replacing a missing attribute: %v, want ENODATA", err)
+	}
+	if err := unix.Setxattr(m.path("f"), "user.a", []byte("value"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		n, err := unix.Getxattr(m.path("f"), "user.a", buf)
+		if err != nil || string(buf[:n]) != "value" {
+			t.Fatalf("round %d: getxattr %q, %v", round, buf[:n], err)
+		}
+		m = m.remount()
+	}
+	if err := os.Mkdir(m.path("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(m.path("d"), "user.b", []byte("2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := unix.Getxattr(m.path("d"), "user.b", buf); err != nil || string(buf[:n]) != "2" {
+		t.Fatalf("directory: getxattr %q, %v", buf[:n], err)
+	}
 }

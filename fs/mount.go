@@ -17,6 +17,9 @@ type MountOptions struct {
 	Debug      bool
 }
 
+// cacheTimeout is how long the kernel keeps entries and attributes.
+const cacheTimeout = time.Second
+
 // Mount serves f at dir until the returned server is unmounted.
 //
 // The kernel checks permissions itself (default_permissions) from the
@@ -24,7 +27,7 @@ type MountOptions struct {
 // second (every change goes through this mount, which tells the kernel);
 // reads and writes go up to 1 MiB per request.
 func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
-	sec := time.Second
+	sec := cacheTimeout
 	opts := &gofs.Options{
 		EntryTimeout:    &sec,
 		AttrTimeout:     &sec,
