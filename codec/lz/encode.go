@@ -34,6 +34,7 @@ type Encoder struct {
 
 	head  []int32 // hash -> position+1 (0 = empty)
 	chain []int32 // position -> previous position+1 with the same hash (chain levels)
+	bt    []int32 // the Deep level's binary trees: two children per position (optimal.go)
 	hlog  uint    // table size for the largest units
 	ulog  uint    // table size for the current unit (StartUnit)
 	depth int
@@ -46,6 +47,8 @@ type Encoder struct {
 	// same stream carried in an earlier block of the unit.
 	huf [numStreams]*huff0.Scratch
 	out []byte
+
+	opt *optState // the Deep level's parse scratch
 }
 
 // NewEncoder returns an encoder for the given level. With entropy set, each
@@ -81,11 +84,17 @@ func (e *Encoder) StartUnit(unitLen int) {
 	for _, h := range e.huf {
 		h.Reuse = huff0.ReusePolicyNone
 	}
-	if e.level != Fast {
+	switch e.level {
+	case Lazy:
 		if cap(e.chain) < unitLen {
 			e.chain = make([]int32, unitLen)
 		}
 		e.chain = e.chain[:unitLen]
+	case Deep:
+		if cap(e.bt) < 2*unitLen {
+			e.bt = make([]int32, 2*unitLen)
+		}
+		e.bt = e.bt[:2*unitLen]
 	}
 }
 
@@ -96,9 +105,12 @@ func (e *Encoder) StartUnit(unitLen int) {
 func (e *Encoder) Prime(src []byte, end int) {
 	limit := min(end, len(src)-8)
 	for p := 0; p < limit; p++ {
-		if e.level == Fast {
+		switch e.level {
+		case Fast:
 			e.head[hash6(load64(src, p), e.ulog)] = int32(p + 1)
-		} else {
+		case Deep:
+			e.btFind(src, p, end, nil, false)
+		default:
 			e.insert(src, p)
 		}
 	}
@@ -120,6 +132,8 @@ func (e *Encoder) EncodeBlock(dst, src []byte, start, end int) []byte {
 	switch e.level {
 	case Fast:
 		e.gaveUp = !e.parseFast(&w, src, start, end)
+	case Deep:
+		e.gaveUp = !e.parseOptimal(&w, src, start, end)
 	default:
 		e.gaveUp = !e.parseLazy(&w, src, start, end)
 	}
