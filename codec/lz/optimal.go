@@ -342,6 +342,12 @@ func (e *Encoder) shortestPath(o *optState, src []byte, start, end, limit, rep0 
 		o.cost[i] = inf
 	}
 	o.cost[0], o.lit[0], o.rep[0], o.mlen[0] = 0, 0, int32(rep0), 0
+	// The repeat offset's match length at the last position it was
+	// measured: inside a long repeat the next position's is one less, so
+	// a long repeat is measured once, not at each of its positions (that
+	// was quadratic: a delta against a near-identical base took a second
+	// per chunk).
+	repOff, repAt, repLen := -1, 0, 0
 	for i := 0; i < n; i++ {
 		ci := o.cost[i]
 		if ci == inf {
@@ -369,24 +375,43 @@ func (e *Encoder) shortestPath(o *optState, src []byte, start, end, limit, rep0 
 				o.cost[j], o.from[j], o.mlen[j], o.moff[j], o.lit[j], o.rep[j] = c, int32(i), int32(l), int32(off), 0, int32(off)
 			}
 		}
-		// The repeat offset, whatever the chains found.
+		// The repeat offset, whatever the trees found.
+		cs := o.cands[o.candStart[i]:o.candStart[i+1]]
+		rl := 0
 		if rep > 0 && p-rep >= 0 {
-			if l := matchLen(src, p, p-rep, end); l >= MinMatch {
-				op := e.offPrice(pm, rep, rep)
-				for k := MinMatch; k <= l; k++ {
-					if k > optLongTry && k < l {
-						k = l
-					}
-					relax(k, rep, op)
+			if rep == repOff && p < repAt+repLen {
+				rl = repAt + repLen - p
+			} else {
+				rl = matchLen(src, p, p-rep, end)
+				repOff, repAt, repLen = rep, p, rl
+			}
+		}
+		// Where a match of optNice bytes or more starts, only whole
+		// matches are edges: the shorter ends of a long match lead to
+		// positions inside it, and trying each was most of the parse of
+		// a delta (a long repeat at every position).
+		long := rl
+		if k := len(cs); k > 0 {
+			long = max(long, cs[k-1].len)
+		}
+		try := optLongTry
+		if long >= optNice {
+			try = 0
+		}
+		if rl >= MinMatch {
+			op := e.offPrice(pm, rep, rep)
+			for k := MinMatch; k <= rl; k++ {
+				if k > try && k < rl {
+					k = rl
 				}
+				relax(k, rep, op)
 			}
 		}
 		lo := MinMatch
-		cs := o.cands[o.candStart[i]:o.candStart[i+1]]
 		for _, m := range cs {
 			op := e.offPrice(pm, m.off, rep)
-			for k := lo; k <= m.len; k++ {
-				if k > optLongTry && k < m.len {
+			for k := max(lo, MinMatch); k <= m.len; k++ {
+				if k > try && k < m.len {
 					k = m.len
 				}
 				relax(k, m.off, op)
