@@ -451,3 +451,43 @@ func TestLargestChunks(t *testing.T) {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
 }
+
+// A new store's chunking follows its tier unless given; an existing store
+// keeps the chunking it was made with.
+func TestDefaultChunkingByTier(t *testing.T) {
+	for _, c := range []struct {
+		tier codec.Tier
+		want cdc.Params
+	}{
+		{codec.Default, cdc.DefaultParams()},
+		{codec.Max, cdc.Params{Min: 64 << 10, Avg: 256 << 10, Max: 1 << 20}},
+		{codec.Cold, cdc.Params{Min: 64 << 10, Avg: 256 << 10, Max: 1 << 20}},
+	} {
+		dir := t.TempDir()
+		s, err := Init(dir, Options{Tier: c.tier})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Chunking(); got != c.want {
+			t.Errorf("%v tier: chunking %+v, want %+v", c.tier, got, c.want)
+		}
+		s.Close()
+		s, err = Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Chunking(); got != c.want {
+			t.Errorf("%v tier reopened: chunking %+v, want %+v", c.tier, got, c.want)
+		}
+		s.Close()
+	}
+	given := cdc.Params{Min: 4 << 10, Avg: 16 << 10, Max: 64 << 10}
+	s, err := Init(t.TempDir(), Options{Tier: codec.Cold, Chunking: given})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Chunking(); got != given {
+		t.Errorf("given chunking %+v, store has %+v", given, got)
+	}
+}

@@ -24,7 +24,7 @@ func (r *Report) Targets() []Target {
 	var ts []Target
 	if r.Series != nil {
 		patch := r.Series.Column(colPatch)
-		for _, name := range []string{colGlydDefault, colGlydMax} {
+		for _, name := range []string{colGlydDefault, colGlydMax, colGlydCold} {
 			t := Target{Name: "release series: " + name + " vs the zstd patch chain", Goal: fmt.Sprintf("≤ %.2f×", GoalPatchRatio)}
 			if g := r.Series.Column(name); g != nil && g.Err == "" && patch != nil && patch.Err == "" && patch.Total > 0 {
 				v := float64(g.Total) / float64(patch.Total)
@@ -104,8 +104,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	hdr.Add("run time", r.Elapsed.Round(time.Second).String())
 	hdr.Add("glyd", r.Build)
 	if r.Series != nil && len(r.Series.Glyd) > 0 {
-		c := r.Series.Glyd[0].Chunking
-		hdr.Add("store chunking", fmt.Sprintf("min %s, average %s, max %s (the store's defaults)", benchfmt.SizeName(int64(c.Min)), benchfmt.SizeName(int64(c.Avg)), benchfmt.SizeName(int64(c.Max))))
+		var parts []string
+		for _, g := range r.Series.Glyd {
+			c := g.Chunking
+			parts = append(parts, fmt.Sprintf("%s tier: min %s, average %s, max %s", g.Tier, benchfmt.SizeName(int64(c.Min)), benchfmt.SizeName(int64(c.Avg)), benchfmt.SizeName(int64(c.Max))))
+		}
+		hdr.Add("store chunking", strings.Join(parts, "; ")+" (each tier's default for a new store)")
 	}
 	if r.Corpus != nil {
 		hdr.Add("corpus", fmt.Sprintf("`%s`: %d files, %s bytes", r.Config.Corpus, len(r.Corpus.Files), benchfmt.Commas(r.Corpus.Usage.Logical)))
@@ -214,10 +218,7 @@ func (r *Report) writeSeries(w io.Writer, s *Series) {
 	gt.Markdown(w)
 	p("\n")
 	for _, g := range s.Glyd {
-		c := s.Column(colGlydDefault)
-		if g.Tier != "default" {
-			c = s.Column(colGlydMax)
-		}
+		c := s.Column(glydColumn(g.Tier))
 		p("- %s tier: the store directory takes %s bytes on disk after `Close` (%s of raw), against %s bytes of chunk frames: the rest is badger's LSM tree (chunk records, similarity index, manifests), its value-log headers and its fixed files.\n",
 			g.Tier, benchfmt.Commas(g.Disk), benchfmt.Pct(g.Disk, s.Raw), benchfmt.Commas(c.Total))
 	}

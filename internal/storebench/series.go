@@ -11,12 +11,14 @@ import (
 	"github.com/glyd/glyd/chunkstore"
 	"github.com/glyd/glyd/chunkstore/cdc"
 	"github.com/glyd/glyd/codec"
+	"github.com/glyd/glyd/internal/benchfmt"
 )
 
 // Column names of the release-series table.
 const (
 	colGlydDefault = "glyd store, default tier"
 	colGlydMax     = "glyd store, max tier"
+	colGlydCold    = "glyd store, cold tier"
 	colRestic      = "restic"
 	colBorg        = "borg"
 	colZstd3       = "zstd -3, per file"
@@ -86,7 +88,7 @@ func (b *bench) series() (*Series, error) {
 			return nil, err
 		}
 	}
-	for _, tier := range []codec.Tier{codec.Default, codec.Max} {
+	for _, tier := range []codec.Tier{codec.Default, codec.Max, codec.Cold} {
 		col, g, err := b.glydSeries(files, tier)
 		if err != nil {
 			return nil, err
@@ -111,14 +113,23 @@ func (b *bench) series() (*Series, error) {
 	return s, nil
 }
 
+// glydColumn names the series column of a glyd store of the tier.
+func glydColumn(tier string) string {
+	switch tier {
+	case "max":
+		return colGlydMax
+	case "cold":
+		return colGlydCold
+	}
+	return colGlydDefault
+}
+
 // glydSeries puts the versions one after another into a fresh store and
 // reads Usage().Stored after each.
 func (b *bench) glydSeries(files []File, tier codec.Tier) (SeriesColumn, GlydSeries, error) {
-	name := colGlydDefault
-	if tier == codec.Max {
-		name = colGlydMax
-	}
-	col := SeriesColumn{Name: name, How: fmt.Sprintf("chunkstore, tier %s, default chunking, %d threads; bytes = Usage().Stored (chunk frames)", tier, b.threads)}
+	name := glydColumn(tier.String())
+	p := chunkstore.DefaultChunking(tier)
+	col := SeriesColumn{Name: name, How: fmt.Sprintf("chunkstore, tier %s, the tier's default chunking (average %s), %d threads; bytes = Usage().Stored (chunk frames)", tier, benchfmt.SizeName(int64(p.Avg)), b.threads)}
 	g := GlydSeries{Tier: tier.String(), Dir: filepath.Join(b.cfg.Work, "series-"+tier.String())}
 	b.logf("series: glyd %s tier", tier)
 	st, err := chunkstore.Init(g.Dir, chunkstore.Options{Tier: tier})

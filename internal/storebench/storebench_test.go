@@ -226,6 +226,7 @@ func TestTargets(t *testing.T) {
 		Series: &Series{Columns: []SeriesColumn{
 			{Name: colGlydDefault, Total: 130},
 			{Name: colGlydMax, Total: 110},
+			{Name: colGlydCold, Total: 120, Err: "failed"},
 			{Name: colPatch, Total: 100},
 		}},
 		Corpus: &CorpusRun{Usage: chunkstore.Usage{Logical: 300e6}, PutTime: 2 * time.Second},
@@ -243,6 +244,7 @@ func TestTargets(t *testing.T) {
 	want := map[string]string{
 		"release series: " + colGlydDefault + " vs the zstd patch chain": "not met",
 		"release series: " + colGlydMax + " vs the zstd patch chain":     "met",
+		"release series: " + colGlydCold + " vs the zstd patch chain":    "not measured",
 		"put of new data (whole corpus, fresh store, wall time)":         "met",
 		"get without deltas, hot chunk cache (a)":                        "met",
 		"get through delta chains, cold chunk cache (b)":                 "not met",
@@ -256,7 +258,7 @@ func TestTargets(t *testing.T) {
 			t.Errorf("target %q: %q, want %q", k, got[k], v)
 		}
 	}
-	r.Series.Columns[2].Err = "zstd: not installed"
+	r.Series.Columns[3].Err = "zstd: not installed"
 	if ts := r.Targets(); ts[0].Status() != "not measured" {
 		t.Errorf("without the patch chain: %s", ts[0].Status())
 	}
@@ -284,7 +286,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Series.Raw != 3*int64(len(base)) || len(rep.Series.Glyd) != 2 {
+	if rep.Series.Raw != 3*int64(len(base)) || len(rep.Series.Glyd) != 3 {
 		t.Errorf("series: raw %d, %d glyd tiers", rep.Series.Raw, len(rep.Series.Glyd))
 	}
 	if g := rep.Series.Glyd[0]; g.Puts[0].Deltas != 0 || len(g.Puts) != 3 {
@@ -293,8 +295,8 @@ func TestRun(t *testing.T) {
 	if c := rep.Corpus; len(c.Files) != 5 || c.Usage.Logical != 3*int64(len(base))+9+220000 || c.Usage.Stored <= 0 {
 		t.Errorf("corpus: %d files, usage %+v", len(c.Files), c.Usage)
 	}
-	if len(rep.Gets) != 6 {
-		t.Errorf("%d get runs, want 6", len(rep.Gets))
+	if len(rep.Gets) != 8 { // 2 without deltas, 2 through them per tier
+		t.Errorf("%d get runs, want 8", len(rep.Gets))
 	}
 	for _, g := range rep.Gets {
 		if g.Err != "" || g.Median <= 0 || len(g.Runs) != 2 {
