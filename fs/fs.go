@@ -183,7 +183,6 @@ func (f *FS) Root() gofs.InodeEmbedder { return &dirNode{fsys: f, v: live, ino: 
 // Store is the chunk store under the filesystem.
 func (f *FS) Store() *chunkstore.Store { return f.store }
 
-// getInode returns the live inode ino, loading it from the store.
 // cachedInode returns inode ino when it is in the table, nil otherwise.
 func (f *FS) cachedInode(ino uint64) *inode {
 	f.mu.Lock()
@@ -191,6 +190,7 @@ func (f *FS) cachedInode(ino uint64) *inode {
 	return f.inodes[ino]
 }
 
+// getInode returns the live inode ino, loading it from the store.
 func (f *FS) getInode(ino uint64) (*inode, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

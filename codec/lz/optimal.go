@@ -284,12 +284,9 @@ func pricesFromStreams(pm *priceModel, sw *seqWriter) {
 	count(&pm.off1, sw.st[sOff1])
 	count(&pm.off2, sw.st[sOff2])
 	if ext := sw.st[sExt]; len(ext) > 0 {
-		var c [256]int32
-		for _, b := range ext {
-			c[b]++
-		}
+		// One price for every ext byte: their mean.
 		var p [256]int32
-		pricesFrom(&p, &c)
+		count(&p, ext)
 		sum := int64(0)
 		for _, b := range ext {
 			sum += int64(p[b])
