@@ -66,7 +66,8 @@ test-noasm:
 	$(GO) test -count=1 -tags noasm -short -timeout 15m $(PKGS)
 
 FUZZ_TARGETS := codec:FuzzDecode codec:FuzzDecodeChunk codec/lz:FuzzDecodeBlock codec/lz:FuzzRoundTrip \
-	delta:FuzzDecode delta:FuzzCompute fs:FuzzDecodeAttr chunkstore:FuzzDecodeManifest chunkstore:FuzzDecodeChunkRecord chunkstore/cdc:FuzzSplit
+	delta:FuzzDecode delta:FuzzCompute fs:FuzzDecodeAttr chunkstore:FuzzDecodeManifest chunkstore:FuzzDecodeChunkRecord chunkstore/cdc:FuzzSplit \
+	tensor:FuzzDecode tensor:FuzzRoundTrip packed:FuzzDecode safetensors:FuzzParse safetensors:FuzzParseIndex
 
 # Each fuzz target for FUZZTIME (go test allows one -fuzz target per run).
 fuzz:

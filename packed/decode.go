@@ -370,14 +370,14 @@ func (f *File) dropDecoder(i int) {
 type task struct {
 	span  int
 	d     *tensor.Decoder // coded spans: the decoder that holds the groups
-	group int             // coded spans: first group, within d (a pair when pair is set)
-	pair  bool            //
+	group int             // coded spans: first group, within d
+	count int             // coded spans: groups (1 to groupsPerTask)
 	off   int64           // offset within the data section
 	n     int64           // bytes
 }
 
 // tasks lists the work that produces the data section's bytes [lo, hi):
-// group pairs of coded spans, and pieces of at most 1 MiB of the rest.
+// runs of up to groupsPerTask groups of coded spans, and pieces of at most 1 MiB of the rest.
 // decoder gives, for coded span i whose groups [g0, g1) are wanted, the
 // decoder to use and the span's group that is its group 0.
 func (f *File) tasks(lo, hi int64, decoder func(i int, s *span, g0, g1 int) (*tensor.Decoder, int, error)) ([]task, error) {
@@ -402,12 +402,9 @@ func (f *File) tasks(lo, hi int64, decoder func(i int, s *span, g0, g1 int) (*te
 		if err != nil {
 			return nil, err
 		}
-		for g := g0; g < g1; g += 2 {
-			t := task{span: i, d: d, group: g - base, pair: g+1 < g1, off: s.begin + int64(g)*gb}
-			last := t.group + 1
-			if t.pair {
-				last = t.group + 2
-			}
+		for g := g0; g < g1; g += groupsPerTask {
+			t := task{span: i, d: d, group: g - base, count: min(groupsPerTask, g1-g), off: s.begin + int64(g)*gb}
+			last := t.group + t.count
 			_, n := d.Group(last - 1)
 			t.n = int64(last-1-t.group)*gb + int64(n)*ws
 			ts = append(ts, t)
@@ -416,7 +413,100 @@ func (f *File) tasks(lo, hi int64, decoder func(i int, s *span, g0, g1 int) (*te
 	return ts, nil
 }
 
-// run does task t, writing its bytes to dst (exactly t.n bytes).
+// groupsPerTask is the most groups a task holds, and batchGroups about
+// how many a batch of tasks holds: a batch is one worker's piece of work,
+// its groups decoded together (tensor.DecodeJobs interleaves them, across
+// spans).
+const (
+	groupsPerTask = 4
+	batchGroups   = 16
+	batchBytes    = 1 << 20
+)
+
+// batches cuts tasks into batches: consecutive runs of about batchGroups
+// groups or batchBytes bytes, as index ranges [b[i], b[i+1]).
+func batches(ts []task) []int {
+	b := []int{0}
+	groups, bytes := 0, int64(0)
+	for i, t := range ts {
+		if (groups >= batchGroups || bytes >= batchBytes) && i > b[len(b)-1] {
+			b = append(b, i)
+			groups, bytes = 0, 0
+		}
+		groups += t.count
+		bytes += t.n
+	}
+	return append(b, len(ts))
+}
+
+// runBatch does tasks ts, putting the part of their bytes within [lo, hi)
+// into dst (which holds [lo, hi)): the coded tasks' groups decode together,
+// straight into dst where a task lies wholly within it.
+func (f *File) runBatch(ts []task, dst []byte, lo, hi int64, scratch *sync.Pool) error {
+	var jobsBuf [batchGroups + groupsPerTask]tensor.GroupJob
+	var ownerBuf [batchGroups + groupsPerTask]int
+	jobs, owner := jobsBuf[:0], ownerBuf[:0] // owner: each job's task
+	type partial struct {
+		t   int
+		buf *[]byte
+	}
+	var parts []partial
+	defer func() {
+		for _, p := range parts {
+			scratch.Put(p.buf)
+		}
+	}()
+	bufs := make([][]byte, len(ts))
+	for i, t := range ts {
+		if t.off >= lo && t.off+t.n <= hi {
+			bufs[i] = dst[t.off-lo : t.off-lo+t.n]
+		} else {
+			bp, _ := scratch.Get().(*[]byte)
+			if bp == nil || int64(cap(*bp)) < t.n {
+				b := make([]byte, t.n)
+				bp = &b
+			}
+			parts = append(parts, partial{i, bp})
+			bufs[i] = (*bp)[:t.n]
+		}
+		if t.d == nil {
+			if err := f.run(t, bufs[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		at := 0
+		for k := range t.count {
+			_, n := t.d.Group(t.group + k)
+			n *= t.d.Kind().WordSize()
+			jobs = append(jobs, tensor.GroupJob{D: t.d, G: t.group + k, Dst: bufs[i][at : at+n]})
+			owner = append(owner, i)
+			at += n
+		}
+	}
+	if j, err := tensor.DecodeJobs(jobs); err != nil {
+		t := ts[0]
+		if j >= 0 {
+			t = ts[owner[j]]
+		}
+		return fmt.Errorf("span %d: %w", t.span, err)
+	}
+	for i, t := range ts {
+		if t.d != nil && f.dir.spans[t.span].flags&spanXOR != 0 {
+			if err := f.xorBase(t, bufs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range parts {
+		t := ts[p.t]
+		a, b := max(lo, t.off), min(hi, t.off+t.n)
+		copy(dst[a-lo:b-lo], bufs[p.t][a-t.off:b-t.off])
+	}
+	return nil
+}
+
+// run does uncoded task t, writing its bytes to dst (exactly t.n bytes).
 func (f *File) run(t task, dst []byte) error {
 	s := &f.dir.spans[t.span]
 	switch {
@@ -424,14 +514,7 @@ func (f *File) run(t task, dst []byte) error {
 		if err := f.readMeta(dst, f.storedOff+s.metaOff+t.off-s.begin); err != nil || s.flags&spanXOR == 0 {
 			return err
 		}
-		if f.baseData == nil {
-			return ErrNeedBase
-		}
-		b := f.baseData[s.baseOff+t.off-s.begin:]
-		for i := range dst {
-			dst[i] ^= b[i]
-		}
-		return nil
+		return f.xorBase(t, dst)
 	case s.kind == spanCopy:
 		if f.baseData == nil {
 			return ErrNeedBase
@@ -439,23 +522,18 @@ func (f *File) run(t task, dst []byte) error {
 		copy(dst, f.baseData[s.baseOff+t.off-s.begin:])
 		return nil
 	}
-	var err error
-	if t.pair {
-		err = t.d.DecodePair(dst, t.group)
-	} else {
-		err = t.d.DecodeGroup(dst, t.group)
+	return fmt.Errorf("span %d: internal error: a coded span outside a batch", t.span)
+}
+
+// xorBase XORs task t's bytes (in dst) with the base's.
+func (f *File) xorBase(t task, dst []byte) error {
+	if f.baseData == nil {
+		return ErrNeedBase
 	}
-	if err != nil {
-		return fmt.Errorf("span %d: %w", t.span, err)
-	}
-	if s.flags&spanXOR != 0 {
-		if f.baseData == nil {
-			return ErrNeedBase
-		}
-		b := f.baseData[s.baseOff+t.off-s.begin:]
-		for i := range dst {
-			dst[i] ^= b[i]
-		}
+	s := &f.dir.spans[t.span]
+	b := f.baseData[s.baseOff+t.off-s.begin:]
+	for i := range dst {
+		dst[i] ^= b[i]
 	}
 	return nil
 }
@@ -482,40 +560,20 @@ func (f *File) decodeData(dst []byte, lo, hi int64, threads int, release bool) e
 		}
 	}
 	var scratch sync.Pool
-	return workers.Run(len(ts), threads, func(i int) error {
-		t := ts[i]
+	b := batches(ts)
+	return workers.Run(len(b)-1, threads, func(i int) error {
+		bt := ts[b[i]:b[i+1]]
 		if release {
 			defer func() {
-				if left[t.span].Add(-1) == 0 {
-					f.dropDecoder(t.span)
+				for _, t := range bt {
+					if left[t.span].Add(-1) == 0 {
+						f.dropDecoder(t.span)
+					}
 				}
 			}()
 		}
-		return place(dst, lo, hi, t.off, t.n, &scratch, func(b []byte) error { return f.run(t, b) })
+		return f.runBatch(bt, dst, lo, hi, &scratch)
 	})
-}
-
-// place has fill produce the data section's bytes [off, off+n) and puts
-// the part of them within [lo, hi) into dst (which holds [lo, hi)): fill
-// writes into dst directly when the piece lies wholly within it, into a
-// scratch buffer otherwise (a group pair straddling the range).
-func place(dst []byte, lo, hi, off, n int64, scratch *sync.Pool, fill func([]byte) error) error {
-	if off >= lo && off+n <= hi {
-		return fill(dst[off-lo : off-lo+n])
-	}
-	bp, _ := scratch.Get().(*[]byte)
-	if bp == nil || int64(cap(*bp)) < n {
-		b := make([]byte, n)
-		bp = &b
-	}
-	defer scratch.Put(bp)
-	buf := (*bp)[:n]
-	if err := fill(buf); err != nil {
-		return err
-	}
-	a, b := max(lo, off), min(hi, off+n)
-	copy(dst[a-lo:b-lo], buf[a-off:b-off])
-	return nil
 }
 
 func threadsOr(n int) int {

@@ -158,8 +158,8 @@ func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
 		return err
 	}
 	var scratch sync.Pool
-	return workers.Run(len(ts), threads, func(i int) error {
-		t := ts[i]
-		return place(dst, lo, hi, t.off, t.n, &scratch, func(b []byte) error { return f.run(t, b) })
+	b := batches(ts)
+	return workers.Run(len(b)-1, threads, func(i int) error {
+		return f.runBatch(ts[b[i]:b[i+1]], dst, lo, hi, &scratch)
 	})
 }

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"runtime"
 	"sync"
 
@@ -27,15 +28,35 @@ type Decoder struct {
 }
 
 // Layout of a decoding table entry (CPU only; not part of the format):
-// bits 0-5 the bits the entry's symbols take, bits 6-8 how many symbols it
-// holds, bits 9-12 the bits of its first symbol alone, and from bit 16 the
-// symbols: for the split kinds (BF16, F16, F32) up to five symbol bytes;
-// for V16 up to three 16-bit output words.
+// byte 0 the bits the entry's symbols take (0-12; bits 6 and 7 stay zero,
+// so the byte is the length as it is), byte 1 how many symbols it holds
+// (split kinds: the count alone; V16: the count in bits 8-10 and the first
+// symbol's bits in bits 11-14), and from bit 16 the symbols: for the split
+// kinds (BF16, F16, F32, B8) up to five symbol bytes and, in bits 56-59,
+// the bits of the first symbol alone; for V16 up to three 16-bit output
+// words. A byte each for the length and the count lets the assembly loop
+// read them without masks.
 const (
-	entCount = 6
-	entFirst = 9
+	entCount = 8
 	entLanes = 16
+	// entFirst8 and entFirst16: where the first symbol's bits sit.
+	entFirst8  = 56
+	entFirst16 = 11
 )
+
+// entFirst is where the first symbol's bits sit in kind k's entries.
+func entFirst(k Kind) uint {
+	if k == V16 {
+		return entFirst16
+	}
+	return entFirst8
+}
+
+// makeEntry puts an entry together: n bits for cnt symbols, the first of
+// them first bits long, the lanes.
+func makeEntry(k Kind, n, cnt, first uint, lanes uint64) uint64 {
+	return uint64(n) | uint64(cnt)<<entCount | uint64(first)<<entFirst(k) | lanes<<entLanes
+}
 
 // NewDecoder checks a span payload's layout (sizes and group offsets) for
 // values coded with c in groups of 2^groupLog2 and prepares to decode it.
@@ -77,7 +98,8 @@ func NewDecoder(c *Code, values, groupLog2 int, payload []byte) (*Decoder, error
 	case values >= multiSymbolMin:
 		d.lut = d.lutBuf[:]
 		buildLUT(d.lut, c, MaxCodeLen)
-	case ng > 1:
+	case ng > 1 && !useAsm:
+		// The Go pair loops want the full width: repeat it.
 		d.lut = d.lutBuf[:]
 		buildLUT1(d.lut[:1<<d.tb], c, d.tb)
 		for k := 1 << d.tb; k < len(d.lut); k *= 2 {
@@ -121,23 +143,26 @@ func (c *Code) lane(s int) (uint64, uint) {
 // table has 2^MaxCodeLen entries; for tb below that the first 2^tb are
 // repeated (the bits above tb are not looked at).
 //
-// It is built from the tables of narrower windows: the symbols a k-bit
-// window x decodes are the symbol s whose code ends x's low bits, then
-// those of the (k − len(s))-bit window above it. Each entry of every width
-// is one such step, without branches.
+// Entries are made in ascending order, each from one before it: window x
+// decodes the symbol s whose code ends x's low bits, then what window
+// y = x >> len(s) decodes (y < x, already made) as far as it fits in the
+// tb − len(s) bits that are x's: a prefix code decodes the same symbols
+// from the same bits, and y's entry carries its symbols' cumulative
+// lengths to cut it where x's bits end. One step an entry, no branches.
 func buildLUT(lut []uint64, c *Code, tb uint) {
+	k := c.Kind
 	width, maxSyms := uint(8), uint(5)
-	if c.Kind == V16 {
+	if k == V16 {
 		width, maxSyms = 16, 3
 	}
 	for s, l := range c.Lens {
 		if l == soleLen {
 			v, _ := c.lane(s)
 			var lanes uint64
-			for k := range maxSyms {
-				lanes |= v << (width * k)
+			for j := range maxSyms {
+				lanes |= v << (width * j)
 			}
-			e := uint64(maxSyms)<<entCount | lanes<<entLanes
+			e := makeEntry(k, 0, maxSyms, 0, lanes)
 			for x := range lut {
 				lut[x] = e
 			}
@@ -146,49 +171,89 @@ func buildLUT(lut []uint64, c *Code, tb uint) {
 	}
 	ws := lutWork.Get().(*lutScratch)
 	defer lutWork.Put(ws)
-	laneMask := uint64(1)<<(width*maxSyms) - 1
-	cumMask := uint32(1)<<(4*maxSyms) - 1
-	// Window k's table starts at 2^k − 1; window 0 decodes nothing.
-	ws.lanes[0], ws.cum[0], ws.cnt[0] = 0, 0, 0
-	for k := uint(1); k <= tb; k++ {
-		base := 1<<k - 1
-		clear(ws.cnt[base : base+1<<k])
-		clear(ws.lanes[base : base+1<<k])
-		clear(ws.cum[base : base+1<<k])
-		for s, l := range c.Lens {
-			if l == 0 || uint(l) > k {
-				continue
-			}
+	size := 1 << tb
+	one, cum := ws.one[:size], ws.cum[:size]
+	for s, l := range c.Lens {
+		if l != 0 {
 			v, _ := c.lane(s)
-			rb := 1<<(k-uint(l)) - 1 // the narrower window's table
-			step := 1 << l
-			code := int(c.codes[s])
-			add := uint32(l) * 0x11111111
-			for y := range 1 << (k - uint(l)) {
-				x := base + code + y*step
-				ws.lanes[x] = (v | ws.lanes[rb+y]<<width) & laneMask
-				ws.cum[x] = (uint32(l) | (ws.cum[rb+y]+add)<<4) & cumMask
-				ws.cnt[x] = min(uint8(maxSyms), ws.cnt[rb+y]+1)
+			e := uint32(v)<<8 | uint32(l)
+			for x := int(c.codes[s]); x < size; x += 1 << l {
+				one[x] = e
 			}
 		}
 	}
-	base := 1<<tb - 1
-	for x := range 1 << tb {
-		cnt := uint(ws.cnt[base+x])
-		cum := ws.cum[base+x]
-		n := uint64(cum>>(4*(cnt-1))) & 15
-		lut[x] = n | uint64(cnt)<<entCount | uint64(cum&15)<<entFirst | ws.lanes[base+x]<<entLanes
+	// cum[x]: five 5-bit fields, the bits taken after each of entry x's
+	// symbols, 16 past its count. A field f is within r bits when
+	// f + 15 − r does not reach bit 4 of the field.
+	const rep5 = 1 | 1<<5 | 1<<10 | 1<<15 | 1<<20
+	const hi5 = 16 * rep5
+	var fieldMask, reps [6]uint32
+	var laneMask [6]uint64
+	for j := range 6 {
+		fieldMask[j] = 1<<(5*j) - 1
+		reps[j] = rep5 & fieldMask[j]
+		laneMask[j] = 1<<(width*uint(min(j, 4))) - 1
 	}
-	for k := 1 << tb; k < len(lut); k *= 2 {
-		copy(lut[k:], lut[:k])
+	// Entry 0: the all-zero code, repeated as often as it fits.
+	l0, v0 := uint(one[0]&0xff), uint64(one[0]>>8)
+	n0 := min(maxSyms, tb/l0)
+	var lanes0 uint64
+	var cum0 uint32
+	for j := range n0 {
+		lanes0 |= v0 << (width * j)
+		cum0 |= uint32(l0*(j+1)) << (5 * j)
+	}
+	lut[0] = makeEntry(k, n0*l0, n0, l0, lanes0)
+	cum[0] = cum0 | hi5&^fieldMask[n0]
+	if k == V16 {
+		for x := 1; x < size; x++ {
+			e1 := one[x]
+			l, v := uint(e1&0xff), uint64(e1>>8)
+			y := x >> l
+			cy := cum[y]
+			over := bits.OnesCount32((cy + uint32(15-(tb-l))*rep5) & hi5)
+			kk := min(5-uint(over), maxSyms-1)
+			ly := uint(cy<<5>>(5*kk&31)) & 31
+			lanes := v | (lut[y]>>entLanes)&laneMask[kk]<<width
+			lut[x] = makeEntry(k, l+ly, kk+1, l, lanes)
+			cum[x] = (cy<<5)&fieldMask[kk+1] + uint32(l)*reps[kk+1] | hi5&^fieldMask[kk+1]
+		}
+	} else {
+		buildLUT8(lut[:size:size], one, cum, tb, &fieldMask, &reps, &laneMask)
+	}
+	for j := size; j < len(lut); j *= 2 {
+		copy(lut[j:], lut[:j])
 	}
 }
 
-// lutScratch holds the narrower windows' tables while buildLUT works.
+// buildLUT8 is buildLUT's loop for byte lanes (split kinds and B8), with
+// the lane width and count fixed and indexes masked to the table, so the
+// compiler leaves out the checks a general loop needs.
+func buildLUT8(lut []uint64, one, cum []uint32, tb uint, fieldMask, reps *[6]uint32, laneMask *[6]uint64) {
+	const rep5 = 1 | 1<<5 | 1<<10 | 1<<15 | 1<<20
+	const hi5 = 16 * rep5
+	n := len(lut)
+	if n > len(one) || n > len(cum) {
+		return
+	}
+	for x := 1; x < n; x++ {
+		e1 := one[x]
+		l := uint(e1 & 15)
+		y := x >> l
+		cy := cum[y]
+		over := uint(bits.OnesCount32((cy + uint32(15-(tb-l))*rep5) & hi5))
+		kk := min(5-over, 4)
+		ly := uint(cy<<5>>(5*kk&31)) & 31
+		lanes := uint64(e1>>8) | (lut[y]>>entLanes)&laneMask[kk]<<8
+		lut[x] = uint64(l+ly) | uint64(kk+1)<<entCount | uint64(l)<<entFirst8 | lanes<<entLanes
+		cum[x] = (cy<<5)&fieldMask[kk+1] + uint32(l)*reps[kk+1] | hi5&^fieldMask[kk+1]
+	}
+}
+
+// lutScratch holds buildLUT's one-symbol table and cumulative lengths.
 type lutScratch struct {
-	lanes [2 << MaxCodeLen]uint64
-	cum   [2 << MaxCodeLen]uint32 // code lengths summed after each symbol, 4 bits each
-	cnt   [2 << MaxCodeLen]uint8
+	one [1 << MaxCodeLen]uint32 // lane value<<8 | code length
+	cum [1 << MaxCodeLen]uint32
 }
 
 var lutWork = sync.Pool{New: func() any { return new(lutScratch) }}
@@ -201,19 +266,22 @@ func buildLUT1(lut []uint64, c *Code, tb uint) {
 		v, _ := c.lane(s)
 		switch {
 		case l == soleLen:
-			e := 1<<entCount | v<<entLanes
+			e := makeEntry(c.Kind, 0, 1, 0, v)
 			for x := range lut {
 				lut[x] = e
 			}
 			return
 		case l != 0:
-			e := uint64(l) | 1<<entCount | uint64(l)<<entFirst | v<<entLanes
+			e := makeEntry(c.Kind, uint(l), 1, uint(l), v)
 			for x := int(c.codes[s]); x < size; x += 1 << l {
 				lut[x] = e
 			}
 		}
 	}
 }
+
+// Kind is the kind of the span's values.
+func (d *Decoder) Kind() Kind { return d.kind }
 
 // Groups is the number of groups.
 func (d *Decoder) Groups() int { return d.groups }
@@ -246,26 +314,46 @@ func (d *Decoder) StreamBytes(g int) int {
 	return e - s
 }
 
-// scratchPool holds the symbol bytes of two groups.
-var scratchPool = sync.Pool{New: func() any { b := make([]byte, 2<<MaxGroupLog2); return &b }}
+// laneRegion is the bytes of the symbol scratch each lane of the amd64
+// loop writes to; a fifth region takes the writes of lanes that have no
+// group of their own.
+const laneRegion = 1 << 12
+
+// scratchPool holds the symbol bytes of four groups (or of the lanes).
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, max(4<<MaxGroupLog2, 5*laneRegion)); return &b }}
+
+// A GroupJob is one group for DecodeJobs: group G of D's span, decoded
+// into Dst (exactly the group's bytes: values × word size).
+type GroupJob struct {
+	D   *Decoder
+	G   int
+	Dst []byte
+}
+
+// DecodeJobs decodes each job's group into its Dst and checks its CRC.
+// Groups decode interleaved, four at a time, whichever spans they belong
+// to (faster than one at a time: small spans share the loop). On an error
+// it returns the index of the job that failed; else -1.
+func DecodeJobs(jobs []GroupJob) (int, error) { return decodeJobs(jobs) }
 
 // DecodeGroup decodes group g into dst, which must hold exactly the
 // group's bytes (values × word size), and checks its CRC.
 func (d *Decoder) DecodeGroup(dst []byte, g int) error {
-	if g < 0 || g >= d.groups {
-		return corruptf("group %d of %d", g, d.groups)
-	}
-	return d.decodeGroups(dst, g, false)
+	_, err := decodeJobs([]GroupJob{{d, g, dst}})
+	return err
 }
 
-// DecodePair decodes groups g and g+1 into dst, which must hold exactly
-// their bytes, interleaving the two (faster than one at a time), and checks
-// their CRCs.
-func (d *Decoder) DecodePair(dst []byte, g int) error {
-	if g < 0 || g+1 >= d.groups {
-		return corruptf("group pair %d of %d groups", g, d.groups)
+// groupJobs appends the jobs that decode groups [g, g+count) into dst, which
+// holds their bytes back to back.
+func (d *Decoder) groupJobs(jobs []GroupJob, dst []byte, g, count int) []GroupJob {
+	ws := d.kind.WordSize()
+	at := 0
+	for k := range count {
+		_, n := d.Group(g + k)
+		jobs = append(jobs, GroupJob{d, g + k, dst[at : at+n*ws]})
+		at += n * ws
 	}
-	return d.decodeGroups(dst, g, true)
+	return jobs
 }
 
 // Decode decodes every group into dst (values × word size bytes), on up to
@@ -278,16 +366,16 @@ func (d *Decoder) Decode(dst []byte, threads int) error {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	// Work in pairs of groups, which decode interleaved.
+	// Tasks of 16 groups, which decode four at a time interleaved.
+	const per = 16
 	gs := 1 << d.groupLog2
-	return workers.Run((d.groups+1)/2, threads, func(u int) error {
-		g := 2 * u
-		pair := g+1 < d.groups
+	return workers.Run((d.groups+per-1)/per, threads, func(u int) error {
+		g := per * u
+		count := min(per, d.groups-g)
 		first := g * gs
-		last := min(d.values, first+2*gs)
-		if !pair {
-			last = min(d.values, first+gs)
-		}
-		return d.decodeGroups(dst[first*ws:last*ws], g, pair)
+		last := min(d.values, first+count*gs)
+		var buf [per]GroupJob
+		_, err := decodeJobs(d.groupJobs(buf[:0], dst[first*ws:last*ws], g, count))
+		return err
 	})
 }

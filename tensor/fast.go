@@ -158,7 +158,7 @@ func (d *Decoder) finish(out []byte, g, n int, bp uint, i int) error {
 		cnt := int(e>>entCount) & 7
 		b := uint(e & 63)
 		if i+cnt > n {
-			cnt, b = 1, uint(e>>entFirst)&15
+			cnt, b = 1, uint(e>>entFirst(d.kind))&15
 		}
 		if bp+b > end {
 			return corruptf("group %d: bit stream runs past the payload", g)
@@ -180,40 +180,51 @@ func (d *Decoder) finish(out []byte, g, n int, bp uint, i int) error {
 	return nil
 }
 
-// symbols decodes group g, and g+1 too when pair is set, into out: their
-// symbol bytes (group g+1's from out[gs]), or for V16 their words (from
-// out[2*gs]).
-func (d *Decoder) symbols(out []byte, g int, pair bool) error {
-	_, na := d.Group(g)
-	sa, _ := d.streamRange(g)
+// symbols decodes count groups from g (1 to 4) into out with the Go loops:
+// their symbol bytes (group g+k's from out[k·gs]), or for V16 their words
+// (from out[2k·gs]), in pairs and singly.
+func (d *Decoder) symbols(out []byte, g, count int) error {
+	gs := 1 << d.groupLog2
 	ls := 1
 	if d.kind == V16 {
 		ls = 2
 	}
-	if !pair {
-		return d.finish(out[:ls*na], g, na, uint(sa)*8, 0)
+	var bp [4]uint
+	var at, n [4]int
+	for k := range count {
+		s, _ := d.streamRange(g + k)
+		bp[k] = uint(s) * 8
+		_, n[k] = d.Group(g + k)
 	}
-	_, nb := d.Group(g + 1)
-	sb, _ := d.streamRange(g + 1)
-	gs := 1 << d.groupLog2
-	bpa, bpb := uint(sa)*8, uint(sb)*8
-	var ia, ib int
-	if p := d.payload; len(p) >= 8 && len(d.lut) == 1<<MaxCodeLen {
-		lp, pp := unsafe.Pointer(unsafe.SliceData(d.lut)), unsafe.Pointer(unsafe.SliceData(p))
-		op := unsafe.Pointer(unsafe.SliceData(out))
-		lim := uint(len(p)-8) * 8
-		switch {
-		case d.asmPair(&bpa, &bpb, &ia, &ib, op, min(na, nb)):
-		case ls == 1:
-			bpa, bpb, ia, ib = pairLoop8(lp, pp, lim, op, gs, min(na, nb), bpa, bpb)
-		default:
-			bpa, bpb, ia, ib = pairLoop16(lp, pp, lim, op, gs, min(na, nb), bpa, bpb)
+	for k := 0; k+1 < count; k += 2 {
+		d.pair(out[k*ls*gs:], &bp[k], &bp[k+1], &at[k], &at[k+1], min(n[k], n[k+1]))
+	}
+	for k := range count {
+		if err := d.finish(out[k*ls*gs:k*ls*gs+ls*n[k]], g+k, n[k], bp[k], at[k]); err != nil {
+			return err
 		}
 	}
-	if err := d.finish(out[:ls*na], g, na, bpa, ia); err != nil {
-		return err
+	return nil
+}
+
+// pair runs the two-group loops on the groups whose symbols go to out and
+// out[gs] (words for V16: out[2gs]), from bit positions bpa and bpb, up to
+// n values.
+func (d *Decoder) pair(out []byte, bpa, bpb *uint, ia, ib *int, n int) {
+	p := d.payload
+	if len(p) < 8 || len(d.lut) != 1<<MaxCodeLen {
+		return
 	}
-	return d.finish(out[ls*gs:ls*(gs+nb)], g+1, nb, bpb, ib)
+	gs := 1 << d.groupLog2
+	lp, pp := unsafe.Pointer(unsafe.SliceData(d.lut)), unsafe.Pointer(unsafe.SliceData(p))
+	op := unsafe.Pointer(unsafe.SliceData(out))
+	lim := uint(len(p)-8) * 8
+	switch {
+	case d.kind != V16:
+		*bpa, *bpb, *ia, *ib = pairLoop8(lp, pp, lim, op, gs, n, *bpa, *bpb)
+	default:
+		*bpa, *bpb, *ia, *ib = pairLoop16(lp, pp, lim, op, gs, n, *bpa, *bpb)
+	}
 }
 
 // combine puts values together from symbol bytes and raw bytes.
@@ -263,49 +274,93 @@ func spread4(r uint32) uint64 {
 	return (x | x<<8) & 0x00ff00ff00ff00ff
 }
 
-// decodeGroups decodes group g (and g+1 when pair) into dst, their bytes,
-// and checks their CRCs.
-func (d *Decoder) decodeGroups(dst []byte, g int, pair bool) error {
-	first, na := d.Group(g)
-	n := na
-	if pair {
-		_, nb := d.Group(g + 1)
-		n += nb
+// decodeGroups decodes count groups from g (1 to 4) into dst, their
+// bytes, and checks their CRCs.
+func (d *Decoder) decodeGroups(dst []byte, g, count int) error {
+	first, _ := d.Group(g)
+	var n [4]int
+	total := 0
+	for k := range count {
+		_, n[k] = d.Group(g + k)
+		total += n[k]
 	}
 	ws := d.kind.WordSize()
-	if len(dst) != n*ws {
+	if len(dst) != total*ws {
 		panic("tensor: decode: wrong destination size")
 	}
 	gs := 1 << d.groupLog2
 	if d.kind == V16 || d.kind == B8 {
-		// Whole values: the symbols are the output (group g+1's at
-		// dst[gs*ws:], as symbols lays out a pair: a pair's first group
-		// is full).
-		if err := d.symbols(dst, g, pair); err != nil {
+		// Whole values: the symbols are the output (group g+k's at
+		// dst[k·gs·ws:], as symbols lays them out: only a span's last
+		// group is short).
+		if err := d.symbols(dst, g, count); err != nil {
 			return err
 		}
 	} else {
 		sp := scratchPool.Get().(*[]byte)
 		defer scratchPool.Put(sp)
-		syms := (*sp)[:2*gs]
-		if err := d.symbols(syms, g, pair); err != nil {
+		syms := (*sp)[:4*gs]
+		if err := d.symbols(syms, g, count); err != nil {
 			return err
 		}
 		rs := d.kind.RawSize()
-		raw := d.payload[d.rawOff+rs*first : d.rawOff+rs*(first+n)]
-		combine(dst[:ws*na], syms[:na], raw[:rs*na], d.kind)
-		if pair {
-			combine(dst[ws*na:], syms[gs:gs+n-na], raw[rs*na:], d.kind)
+		raw := d.payload[d.rawOff+rs*first : d.rawOff+rs*(first+total)]
+		for k := range count {
+			at := k * gs // values before group g+k (the earlier ones are full)
+			combine(dst[ws*at:ws*(at+n[k])], syms[at:at+n[k]], raw[rs*at:rs*(at+n[k])], d.kind)
 		}
 	}
-	gb := na * ws
-	if err := d.checkCRC(dst[:gb], g); err != nil {
-		return err
-	}
-	if pair {
-		return d.checkCRC(dst[gb:], g+1)
+	for k := range count {
+		at := k * gs * ws
+		if err := d.checkCRC(dst[at:at+n[k]*ws], g+k); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// complete finishes group g, whose symbol bytes the lanes decoded into syms
+// up to value i and bit bp: the rest of its symbols, the check of its
+// stream, its values put together into dst, its CRC.
+func (d *Decoder) complete(dst, syms []byte, g int, bp uint, i int) error {
+	if err := d.finish(syms, g, len(syms), bp, i); err != nil {
+		return err
+	}
+	if d.kind == B8 {
+		copy(dst, syms)
+	} else {
+		first, n := d.Group(g)
+		rs := d.kind.RawSize()
+		combine(dst, syms, d.payload[d.rawOff+rs*first:d.rawOff+rs*(first+n)], d.kind)
+	}
+	return d.checkCRC(dst, g)
+}
+
+// decodeJobsGo decodes jobs with the Go loops, runs of consecutive groups
+// of one decoder whose bytes lie back to back together (up to four: they
+// go in pairs).
+func decodeJobsGo(jobs []GroupJob) (int, error) {
+	for i := 0; i < len(jobs); {
+		j := jobs[i]
+		if j.G < 0 || j.G >= j.D.groups {
+			return i, corruptf("group %d of %d", j.G, j.D.groups)
+		}
+		k, size := 1, len(j.Dst)
+		for i+k < len(jobs) && k < 4 {
+			n := jobs[i+k]
+			if n.D != j.D || n.G != j.G+k || n.G >= j.D.groups ||
+				uintptr(unsafe.Pointer(unsafe.SliceData(j.Dst)))+uintptr(size) != uintptr(unsafe.Pointer(unsafe.SliceData(n.Dst))) {
+				break
+			}
+			size += len(n.Dst)
+			k++
+		}
+		if err := j.D.decodeGroups(unsafe.Slice(unsafe.SliceData(j.Dst), size), j.G, k); err != nil {
+			return i, err
+		}
+		i += k
+	}
+	return -1, nil
 }
 
 func (d *Decoder) checkCRC(b []byte, g int) error {

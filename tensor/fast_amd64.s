@@ -2,81 +2,6 @@
 
 #include "textflag.h"
 
-// func decodePair4096(s *pairState)
-//
-// Registers: R8 lut, R9 src, R10 out (group b at 4096(R10)), R13 state;
-// SI/DI bit positions, BX/DX value indexes, R11/R12 bit buffers of groups a
-// and b; AX and CX scratch.
-//
-// One step of a group: e = lut[buf & 4095]; buf >>= e&63 (SHRX masks the
-// count); bp += e&63; store the entry's symbol bytes (e>>16: five, and
-// zeros the next store overwrites) at out[i]; i += (e>>6)&7.
-#define STEP(buf, bp, idx, disp) \
-	MOVQ buf, AX; \
-	ANDQ $0xfff, AX; \
-	MOVQ (R8)(AX*8), AX; \
-	SHRXQ AX, buf, buf; \
-	MOVQ AX, CX; \
-	ANDQ $63, CX; \
-	ADDQ CX, bp; \
-	MOVQ AX, CX; \
-	SHRQ $16, CX; \
-	MOVQ CX, disp(R10)(idx*1); \
-	SHRQ $6, AX; \
-	ANDQ $7, AX; \
-	ADDQ AX, idx
-
-TEXT ·decodePair4096(SB), NOSPLIT, $0-8
-	MOVQ s+0(FP), R13
-	MOVQ 0(R13), R8
-	MOVQ 8(R13), R9
-	MOVQ 16(R13), R10
-	MOVQ 40(R13), SI
-	MOVQ 48(R13), DI
-	MOVQ 56(R13), BX
-	MOVQ 64(R13), DX
-
-loop:
-	CMPQ BX, 32(R13)
-	JGT  done
-	CMPQ DX, 32(R13)
-	JGT  done
-	CMPQ SI, 24(R13)
-	JHI  done
-	CMPQ DI, 24(R13)
-	JHI  done
-
-	// Refill both buffers: buf = load64(src + bp>>3) >> (bp&7).
-	MOVQ  SI, AX
-	SHRQ  $3, AX
-	MOVQ  (R9)(AX*1), R11
-	MOVQ  SI, CX
-	ANDQ  $7, CX
-	SHRXQ CX, R11, R11
-	MOVQ  DI, AX
-	SHRQ  $3, AX
-	MOVQ  (R9)(AX*1), R12
-	MOVQ  DI, CX
-	ANDQ  $7, CX
-	SHRXQ CX, R12, R12
-
-	STEP(R11, SI, BX, 0)
-	STEP(R12, DI, DX, 4096)
-	STEP(R11, SI, BX, 0)
-	STEP(R12, DI, DX, 4096)
-	STEP(R11, SI, BX, 0)
-	STEP(R12, DI, DX, 4096)
-	STEP(R11, SI, BX, 0)
-	STEP(R12, DI, DX, 4096)
-	JMP loop
-
-done:
-	MOVQ SI, 40(R13)
-	MOVQ DI, 48(R13)
-	MOVQ BX, 56(R13)
-	MOVQ DX, 64(R13)
-	RET
-
 // func combineSSE(out, syms, raw unsafe.Pointer, n int, shift, m1, m2 uint64)
 TEXT ·combineSSE(SB), NOSPLIT, $0-56
 	MOVQ out+0(FP), DI
@@ -145,4 +70,97 @@ aloop:
 
 adone:
 	VZEROUPPER
+	RET
+
+// func decodeLanes(s *laneState)
+//
+// Four groups interleaved, each with its own table (groups of different
+// spans share the loop): a lookup's latency (mask, load, shift) is what
+// bounds one stream, and four streams keep the core busy while each waits.
+// Registers: BP the state (tables and masks are read from it: loads off
+// the critical path); R8-R11 bit buffers; R12 R13 SI DI bit positions
+// (absolute: the payload's address × 8 plus the bit); BX DX R14 R15 output
+// pointers of lanes 0-3; AX and CX scratch. The caller computes how many
+// iterations stay within every lane's group and payload (each takes at
+// most 48 bits and 20 symbols a lane), so the loop checks nothing.
+//
+// One step: e = lut[buf & mask]; buf >>= e (SHRX takes the low 6 bits:
+// the length byte); bp += e&0xff; store the symbol bytes (e>>16) at op;
+// op += the count byte.
+#define LSTEP(buf, bp, op, maskoff, lutoff) \
+	MOVL    buf, AX; \
+	ANDL    maskoff(BP), AX; \
+	MOVQ    lutoff(BP), CX; \
+	MOVQ    (CX)(AX*8), AX; \
+	SHRXQ   AX, buf, buf; \
+	MOVBLZX AL, CX; \
+	ADDQ    CX, bp; \
+	MOVBLZX AH, CX; \
+	SHRQ    $16, AX; \
+	MOVQ    AX, (op); \
+	ADDQ    CX, op
+
+// buf = the 8 bytes at bp>>3, shifted past bp's bits within the byte.
+#define LREFILL(buf, bp) \
+	MOVQ  bp, AX; \
+	SHRQ  $3, AX; \
+	MOVQ  (AX), buf; \
+	MOVL  bp, CX; \
+	ANDL  $7, CX; \
+	SHRXQ CX, buf, buf
+
+// laneState: iters 0, out 8, lut 16-40, mask 48-72, bp 80-104, at 112-136.
+TEXT ·decodeLanes(SB), NOSPLIT, $8-8
+	MOVQ s+0(FP), BP
+	MOVQ 80(BP), R12
+	MOVQ 88(BP), R13
+	MOVQ 96(BP), SI
+	MOVQ 104(BP), DI
+	MOVQ 8(BP), CX
+	MOVQ 112(BP), BX
+	ADDQ CX, BX
+	MOVQ 120(BP), DX
+	ADDQ CX, DX
+	MOVQ 128(BP), R14
+	ADDQ CX, R14
+	MOVQ 136(BP), R15
+	ADDQ CX, R15
+
+lloop:
+	LREFILL(R8, R12)
+	LREFILL(R9, R13)
+	LREFILL(R10, SI)
+	LREFILL(R11, DI)
+	LSTEP(R8, R12, BX, 48, 16)
+	LSTEP(R9, R13, DX, 56, 24)
+	LSTEP(R10, SI, R14, 64, 32)
+	LSTEP(R11, DI, R15, 72, 40)
+	LSTEP(R8, R12, BX, 48, 16)
+	LSTEP(R9, R13, DX, 56, 24)
+	LSTEP(R10, SI, R14, 64, 32)
+	LSTEP(R11, DI, R15, 72, 40)
+	LSTEP(R8, R12, BX, 48, 16)
+	LSTEP(R9, R13, DX, 56, 24)
+	LSTEP(R10, SI, R14, 64, 32)
+	LSTEP(R11, DI, R15, 72, 40)
+	LSTEP(R8, R12, BX, 48, 16)
+	LSTEP(R9, R13, DX, 56, 24)
+	LSTEP(R10, SI, R14, 64, 32)
+	LSTEP(R11, DI, R15, 72, 40)
+	DECQ 0(BP)
+	JNZ  lloop
+
+	MOVQ R12, 80(BP)
+	MOVQ R13, 88(BP)
+	MOVQ SI, 96(BP)
+	MOVQ DI, 104(BP)
+	MOVQ 8(BP), CX
+	SUBQ CX, BX
+	MOVQ BX, 112(BP)
+	SUBQ CX, DX
+	MOVQ DX, 120(BP)
+	SUBQ CX, R14
+	MOVQ R14, 128(BP)
+	SUBQ CX, R15
+	MOVQ R15, 136(BP)
 	RET

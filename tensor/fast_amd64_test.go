@@ -9,20 +9,19 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// TestPairStateLayout pins the field offsets fast_amd64.s uses.
-func TestPairStateLayout(t *testing.T) {
-	var s pairState
+// TestLaneStateLayout pins the field offsets fast_amd64.s uses.
+func TestLaneStateLayout(t *testing.T) {
+	var s laneState
 	for _, c := range []struct {
 		name string
 		got  uintptr
 		want uintptr
 	}{
-		{"lut", unsafe.Offsetof(s.lut), 0}, {"src", unsafe.Offsetof(s.src), 8}, {"out", unsafe.Offsetof(s.out), 16},
-		{"lim", unsafe.Offsetof(s.lim), 24}, {"n", unsafe.Offsetof(s.n), 32}, {"bpa", unsafe.Offsetof(s.bpa), 40},
-		{"bpb", unsafe.Offsetof(s.bpb), 48}, {"ia", unsafe.Offsetof(s.ia), 56}, {"ib", unsafe.Offsetof(s.ib), 64},
+		{"iters", unsafe.Offsetof(s.iters), 0}, {"out", unsafe.Offsetof(s.out), 8}, {"lut", unsafe.Offsetof(s.lut), 16},
+		{"mask", unsafe.Offsetof(s.mask), 48}, {"bp", unsafe.Offsetof(s.bp), 80}, {"at", unsafe.Offsetof(s.at), 112},
 	} {
 		if c.got != c.want {
-			t.Errorf("pairState.%s at %d, fast_amd64.s expects %d", c.name, c.got, c.want)
+			t.Errorf("laneState.%s at %d, fast_amd64.s expects %d", c.name, c.got, c.want)
 		}
 	}
 }

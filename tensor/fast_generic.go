@@ -2,8 +2,6 @@
 
 package tensor
 
-import "unsafe"
-
 // No assembly here: the Go loops decode everything.
 const haveAsm = false
 
@@ -13,8 +11,6 @@ var useAsm = false
 // AsmDecoder reports whether the assembly decode loop is in use.
 func AsmDecoder() bool { return false }
 
-func (d *Decoder) asmPair(bpa, bpb *uint, ia, ib *int, op unsafe.Pointer, n int) bool {
-	return false
-}
+func decodeJobs(jobs []GroupJob) (int, error) { return decodeJobsGo(jobs) }
 
 func combine16(out, syms, raw []byte, k Kind) { combine16Go(out, syms, raw, k) }

@@ -65,7 +65,7 @@ func buildLUTSlow(lut []uint64, c *Code, tb uint) {
 				}
 			}
 		}
-		lut[x] = uint64(n) | uint64(cnt)<<entCount | uint64(l1)<<entFirst | lanes<<entLanes
+		lut[x] = makeEntry(c.Kind, n, cnt, l1, lanes)
 	}
 	for k := size; k < len(lut); k *= 2 {
 		copy(lut[k:], lut[:k])
