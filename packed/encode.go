@@ -472,6 +472,30 @@ func (p *planner) plan() []span {
 	return spans
 }
 
+// shorterCode returns the code with the shortest length limit, down to 10
+// bits, that costs at most shortCodeSlack bits a value more than c. A
+// decoder builds a table of 2^(longest code) entries per span: in the
+// small spans of small models the rare exponents' 11- and 12-bit codes
+// quadruple the table for a few bits, and building it costs more than
+// decoding the span (docs/tensors.md has the measurement).
+func shorterCode(c *tensor.Code, k tensor.Kind, h []uint64) *tensor.Code {
+	var vals uint64
+	for _, f := range h {
+		vals += f
+	}
+	base := c.Bits(h)
+	for l := 10; l < c.MaxLen(); l++ {
+		s, err := tensor.NewCodeLimit(k, h, nil, l)
+		if err == nil && float64(s.Bits(h)-base) <= shortCodeSlack*float64(vals) {
+			return s
+		}
+	}
+	return c
+}
+
+// shortCodeSlack is the bits a value a shorter code may cost.
+const shortCodeSlack = 0.01
+
 // spanCode builds the code for a span of kind k: the split code from its
 // histogram, or, for 16-bit kinds with few distinct values (quantized
 // weights), a dictionary code of whole values when that is smaller.
@@ -482,6 +506,7 @@ func (p *planner) spanCode(k tensor.Kind, words []byte) *tensor.Code {
 	if err != nil {
 		panic(err) // a span always has values
 	}
+	c = shorterCode(c, k, h)
 	if k == tensor.F32 || k == tensor.B8 {
 		return c
 	}

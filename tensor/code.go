@@ -124,6 +124,14 @@ func (c *Code) MaxLen() int {
 // NewCode builds the optimal length-limited code for the symbol frequencies
 // freq (256 entries for split kinds and B8; one per dict word for V16).
 func NewCode(kind Kind, freq []uint64, dict []uint16) (*Code, error) {
+	return NewCodeLimit(kind, freq, dict, MaxCodeLen)
+}
+
+// NewCodeLimit is NewCode with codes of at most maxLen bits (at most
+// MaxCodeLen; raised to what the alphabet needs). Shorter codes make
+// smaller decoding tables, quicker to build: worth a little size in a
+// small span.
+func NewCodeLimit(kind Kind, freq []uint64, dict []uint16, maxLen int) (*Code, error) {
 	if !kind.Valid() {
 		return nil, fmt.Errorf("tensor: unknown kind %d", kind)
 	}
@@ -151,7 +159,17 @@ func NewCode(kind Kind, freq []uint64, dict []uint16) (*Code, error) {
 	if !used {
 		return nil, errors.New("tensor: no symbols to code")
 	}
-	c := &Code{Kind: kind, Lens: codeLengths(freq, MaxCodeLen), Dict: dict}
+	n := 0
+	for _, f := range freq {
+		if f > 0 {
+			n++
+		}
+	}
+	maxLen = min(maxLen, MaxCodeLen)
+	for maxLen < MaxCodeLen && 1<<maxLen < n {
+		maxLen++
+	}
+	c := &Code{Kind: kind, Lens: codeLengths(freq, maxLen), Dict: dict}
 	var ok bool
 	if c.codes, ok = canonical(c.Lens); !ok {
 		return nil, errors.New("tensor: internal error: code lengths not canonical")

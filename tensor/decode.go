@@ -88,18 +88,24 @@ func NewDecoder(c *Code, values, groupLog2 int, payload []byte) (*Decoder, error
 	if int64(prev) > int64(d.streamLen) {
 		return nil, corruptf("group streams end at %d, payload holds %d", prev, d.streamLen)
 	}
-	// A multi-symbol table takes longer to build than a span of some ten
-	// thousand values takes to decode: smaller spans get one symbol per
-	// entry, a table as wide as their longest code (repeated to the full
-	// width when the span has groups to pair up).
+	// A multi-symbol table takes longer to build than a small span takes
+	// to decode. Spans of at least multiSymbolMin values get one as wide
+	// as the longest code the format allows (more symbols a lookup); the
+	// amd64 lanes, which take a table of any width, give smaller spans of
+	// at least multiSymbolPer entries' worth of values one as wide as their
+	// longest code; the rest get one symbol per entry, a table as wide as
+	// their longest code (repeated to the full width for the Go pair
+	// loops, which want it).
 	d.tb = uint(max(1, c.MaxLen()))
 	d.lutBuf = lutPool.Get().(*[1 << MaxCodeLen]uint64)
 	switch {
 	case values >= multiSymbolMin:
 		d.lut = d.lutBuf[:]
 		buildLUT(d.lut, c, MaxCodeLen)
+	case useAsm && values >= multiSymbolPer<<d.tb:
+		d.lut = d.lutBuf[:1<<d.tb]
+		buildLUT(d.lut, c, d.tb)
 	case ng > 1 && !useAsm:
-		// The Go pair loops want the full width: repeat it.
 		d.lut = d.lutBuf[:]
 		buildLUT1(d.lut[:1<<d.tb], c, d.tb)
 		for k := 1 << d.tb; k < len(d.lut); k *= 2 {
@@ -112,8 +118,15 @@ func NewDecoder(c *Code, values, groupLog2 int, payload []byte) (*Decoder, error
 	return d, nil
 }
 
-// multiSymbolMin is the smallest span that gets a multi-symbol table.
-const multiSymbolMin = 1 << 15
+// multiSymbolMin is the smallest span that gets a full-width multi-symbol
+// table, and multiSymbolPer the values per table entry that pay for a
+// narrower one (measured on the corpus weights: a table entry costs about
+// what decoding eight values with one symbol a lookup instead of several
+// saves).
+const (
+	multiSymbolMin = 1 << 15
+	multiSymbolPer = 8
+)
 
 // lutPool recycles decoding tables: allocating 32 KiB per span costs more
 // than decoding a small span.
@@ -379,3 +392,4 @@ func (d *Decoder) Decode(dst []byte, threads int) error {
 		return err
 	})
 }
+
