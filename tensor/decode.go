@@ -392,4 +392,3 @@ func (d *Decoder) Decode(dst []byte, threads int) error {
 		return err
 	})
 }
-
