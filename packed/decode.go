@@ -297,7 +297,10 @@ func (f *File) readDirectory() error {
 	case headerElided:
 		f.header, err = rebuildHeader(sk, dir.order)
 	case headerFieldsC:
-		f.header, err = rebuildStructured(sk, dir.order)
+		// The header comes out N bytes long (checked below): room for
+		// that, unless the fields are too few to make it (damage must not
+		// buy a large allocation).
+		f.header, err = rebuildStructured(sk, dir.order, int(min(dir.headerLen, 8*int64(len(sk))+1024)))
 	default:
 		f.header = sk
 	}

@@ -97,7 +97,7 @@ func Encode(file []byte, opts Options) ([]byte, error) {
 			dir.headerCoding, dir.order, headerBytes = headerElided, order, sk
 		}
 		if blob, ok := structure(st.Header); ok {
-			if rb, err := rebuildStructured(blob, order); err == nil && bytes.Equal(rb, st.Raw) {
+			if rb, err := rebuildStructured(blob, order, len(st.Raw)); err == nil && bytes.Equal(rb, st.Raw) {
 				dir.headerCoding, dir.order, headerBytes = headerFieldsC, order, blob
 			}
 		}

@@ -154,9 +154,10 @@ type headerFields struct {
 	padding   int
 }
 
-// text writes the header out, with data offsets begin[i], begin[i]+size.
-func (h *headerFields) text(begin, size []int64) []byte {
-	var b []byte
+// text writes the header out, with data offsets begin[i], begin[i]+size,
+// into a buffer of capacity hint (the length it should come out).
+func (h *headerFields) text(begin, size []int64, hint int) []byte {
+	b := make([]byte, 0, hint)
 	b = append(b, '{')
 	meta := func() {
 		b = appendJSONString(b, safetensors.MetadataKey, h.style)
@@ -187,7 +188,7 @@ func (h *headerFields) text(begin, size []int64) []byte {
 			b = strconv.AppendInt(b, d, 10)
 		}
 		b = append(b, `],"data_offsets":`...)
-		b = append(b, safetensors.FormatOffsets(begin[i], begin[i]+size[i])...)
+		b = safetensors.AppendOffsets(b, begin[i], begin[i]+size[i])
 		b = append(b, '}')
 		if i+1 < len(h.names) || h.metaIndex == len(h.names) {
 			b = append(b, ',')
@@ -336,7 +337,7 @@ func structure(h *safetensors.Header) (blob []byte, ok bool) {
 	f.padding = len(h.Raw) - end
 	for _, style := range []byte{escapeRaw, escapeASCII} {
 		f.style = style
-		if bytes.Equal(f.text(begin, size), h.Raw) {
+		if bytes.Equal(f.text(begin, size, len(h.Raw)), h.Raw) {
 			return f.append(nil), true
 		}
 	}
@@ -344,7 +345,7 @@ func structure(h *safetensors.Header) (blob []byte, ok bool) {
 }
 
 // rebuildStructured writes a structured header back as JSON.
-func rebuildStructured(blob []byte, order []int) ([]byte, error) {
+func rebuildStructured(blob []byte, order []int, hint int) ([]byte, error) {
 	f, err := parseHeaderFields(blob)
 	if err != nil {
 		return nil, err
@@ -378,5 +379,5 @@ func rebuildStructured(blob []byte, order []int) ([]byte, error) {
 			return nil, formatErrorf("header fields: tensors too large")
 		}
 	}
-	return f.text(begin, size), nil
+	return f.text(begin, size, hint), nil
 }

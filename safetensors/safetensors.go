@@ -441,7 +441,11 @@ func (f *File) finish(raw []byte, size int64) error {
 // FormatOffsets is how data_offsets are written by the reference writer:
 // "[begin,end]".
 func FormatOffsets(begin, end int64) []byte {
-	b := make([]byte, 0, 24)
+	return AppendOffsets(make([]byte, 0, 24), begin, end)
+}
+
+// AppendOffsets appends FormatOffsets(begin, end) to b.
+func AppendOffsets(b []byte, begin, end int64) []byte {
 	b = append(b, '[')
 	b = strconv.AppendInt(b, begin, 10)
 	b = append(b, ',')

@@ -234,6 +234,12 @@ func (c *Code) AppendTable(dst []byte) []byte {
 	return dst
 }
 
+// splitTables holds a split kind's code lengths and codes.
+type splitTables struct {
+	lens  [256]uint8
+	codes [256]uint16
+}
+
 // ParseTable reads a table written by AppendTable and returns the code and
 // the bytes it took.
 func ParseTable(kind Kind, b []byte) (*Code, int, error) {
@@ -276,7 +282,16 @@ func ParseTable(kind Kind, b []byte) (*Code, int, error) {
 	if len(b)-pos < nb {
 		return nil, 0, corruptf("code table truncated")
 	}
-	lens := make([]uint8, nl)
+	// A split kind's lengths and codes share one allocation (a decoder is
+	// made per span, and small models have hundreds).
+	var lens []uint8
+	var split *splitTables
+	if kind == V16 {
+		lens = make([]uint8, nl)
+	} else {
+		split = new(splitTables)
+		lens = split.lens[lo : lo+nl]
+	}
 	prev := uint8(0)
 	for i := range lens {
 		v := b[pos+i/2]
@@ -298,14 +313,17 @@ func ParseTable(kind Kind, b []byte) (*Code, int, error) {
 			}
 		}
 	} else {
-		c.Lens = make([]uint8, 256)
-		copy(c.Lens[lo:], lens)
+		c.Lens = split.lens[:]
 		if lens[0] == 0 || lens[nl-1] == 0 {
 			return nil, 0, corruptf("code table not trimmed")
 		}
 	}
+	var codes []uint16
+	if split != nil {
+		codes = split.codes[:]
+	}
 	var ok bool
-	if c.codes, ok = canonical(c.Lens); !ok {
+	if c.codes, ok = canonicalInto(codes, c.Lens); !ok {
 		return nil, 0, corruptf("code lengths do not form a complete prefix code")
 	}
 	return c, pos, nil

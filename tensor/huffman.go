@@ -103,7 +103,11 @@ func codeLengths(freq []uint64, maxLen int) []uint8 {
 // order. It returns each symbol's code reversed for an LSB-first bit stream
 // (the first bit of a code is its most significant), and false when the
 // lengths do not form a complete prefix code.
-func canonical(lens []uint8) ([]uint16, bool) {
+func canonical(lens []uint8) ([]uint16, bool) { return canonicalInto(nil, lens) }
+
+// canonicalInto is canonical writing the codes into codes when it has room
+// for them.
+func canonicalInto(codes []uint16, lens []uint8) ([]uint16, bool) {
 	var count [MaxCodeLen + 1]int
 	used := 0
 	for _, l := range lens {
@@ -117,7 +121,11 @@ func canonical(lens []uint8) ([]uint16, bool) {
 			}
 		}
 	}
-	codes := make([]uint16, len(lens))
+	if len(codes) != len(lens) {
+		codes = make([]uint16, len(lens))
+	} else {
+		clear(codes)
+	}
 	if used == 1 {
 		for _, l := range lens {
 			if l != 0 && l != soleLen {
