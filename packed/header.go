@@ -247,16 +247,17 @@ func (h *headerFields) append(b []byte) []byte {
 func parseHeaderFields(blob []byte) (*headerFields, error) {
 	r := &reader{b: blob}
 	h := &headerFields{}
-	str := func(what string) string {
+	raw := func(what string) []byte {
 		n := r.uvarint(what, uint64(len(blob)))
 		if r.err != nil || uint64(len(blob)-r.pos) < n {
 			r.fail("truncated %s", what)
-			return ""
+			return nil
 		}
-		s := string(blob[r.pos : r.pos+int(n)])
+		b := blob[r.pos : r.pos+int(n)]
 		r.pos += int(n)
-		return s
+		return b
 	}
+	str := func(what string) string { return string(raw(what)) }
 	h.style = r.byte("escaping style")
 	if h.style > escapeASCII {
 		r.fail("unknown escaping style %d", h.style)
@@ -281,29 +282,34 @@ func parseHeaderFields(blob []byte) (*headerFields, error) {
 	prev := ""
 	for range n {
 		l := int(r.uvarint("name prefix", uint64(len(prev))))
-		s := prev[:l] + str("name")
+		s := prev[:l] + string(raw("name")) // one allocation
 		if r.err != nil {
 			return nil, r.err
 		}
 		h.names = append(h.names, s)
 		prev = s
 	}
+	h.dtypes = make([]string, 0, len(h.names))
 	for range n {
-		h.dtypes = append(h.dtypes, str("dtype"))
+		h.dtypes = append(h.dtypes, string(safetensors.DtypeOf(raw("dtype"))))
 		if r.err != nil {
 			return nil, r.err
 		}
 	}
+	// The shapes' dimensions share one slice (each dimension takes a byte
+	// of the blob at least, so the blob bounds them).
+	h.shapes = make([][]int64, 0, len(h.names))
+	dims := make([]int64, 0, min(len(blob)-r.pos, 4*n))
 	for range n {
 		rank := int(r.uvarint("rank", uint64(len(blob))))
-		s := make([]int64, 0, min(rank, 64))
+		start := len(dims)
 		for range rank {
-			s = append(s, int64(r.uvarint("dimension", 1<<62)))
+			dims = append(dims, int64(r.uvarint("dimension", 1<<62)))
 			if r.err != nil {
 				return nil, r.err
 			}
 		}
-		h.shapes = append(h.shapes, s)
+		h.shapes = append(h.shapes, dims[start:len(dims):len(dims)])
 	}
 	if r.err != nil {
 		return nil, r.err

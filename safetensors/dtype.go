@@ -104,3 +104,20 @@ func internDtype(b []byte) Dtype {
 	}
 	return Dtype(b)
 }
+
+// dtypeNames holds each known dtype once, for DtypeOf.
+var dtypeNames = func() map[string]Dtype {
+	m := make(map[string]Dtype, len(dtypeBits))
+	for d := range dtypeBits {
+		m[string(d)] = d
+	}
+	return m
+}()
+
+// DtypeOf returns the dtype b spells: a known one without allocating.
+func DtypeOf(b []byte) Dtype {
+	if d, ok := dtypeNames[string(b)]; ok {
+		return d
+	}
+	return Dtype(b)
+}

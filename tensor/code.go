@@ -323,7 +323,7 @@ func ParseTable(kind Kind, b []byte) (*Code, int, error) {
 		codes = split.codes[:]
 	}
 	var ok bool
-	if c.codes, ok = canonicalInto(codes, c.Lens); !ok {
+	if c.codes, ok = canonicalInto(codes, c.Lens, lo, lo+nl); !ok {
 		return nil, 0, corruptf("code lengths do not form a complete prefix code")
 	}
 	return c, pos, nil

@@ -103,44 +103,42 @@ func codeLengths(freq []uint64, maxLen int) []uint8 {
 // order. It returns each symbol's code reversed for an LSB-first bit stream
 // (the first bit of a code is its most significant), and false when the
 // lengths do not form a complete prefix code.
-func canonical(lens []uint8) ([]uint16, bool) { return canonicalInto(nil, lens) }
+func canonical(lens []uint8) ([]uint16, bool) { return canonicalInto(nil, lens, 0, len(lens)) }
 
 // canonicalInto is canonical writing the codes into codes when it has room
-// for them.
-func canonicalInto(codes []uint16, lens []uint8) ([]uint16, bool) {
-	var count [MaxCodeLen + 1]int
-	used := 0
-	for _, l := range lens {
-		if l > MaxCodeLen && l != soleLen {
+// for them (zeros, or made fresh); the lengths outside [lo, hi) are known
+// to be 0.
+func canonicalInto(codes []uint16, lens []uint8, lo, hi int) ([]uint16, bool) {
+	var count [16]int
+	used, sole := 0, 0
+	for _, l := range lens[lo:hi] {
+		if l > 15 {
 			return nil, false
 		}
-		if l != 0 {
-			used++
-			if l != soleLen {
-				count[l]++
-			}
+		count[l]++
+	}
+	count[0] = 0
+	for l := MaxCodeLen + 1; l < 16; l++ {
+		if l != soleLen && count[l] != 0 {
+			return nil, false
 		}
 	}
+	sole = count[soleLen]
+	for l := 1; l <= MaxCodeLen; l++ {
+		used += count[l]
+	}
+	used += sole
 	if len(codes) != len(lens) {
 		codes = make([]uint16, len(lens))
-	} else {
-		clear(codes)
 	}
 	if used == 1 {
-		for _, l := range lens {
-			if l != 0 && l != soleLen {
-				return nil, false // a sole symbol must have the zero-bit code
-			}
+		if sole != 1 {
+			return nil, false // a sole symbol must have the zero-bit code
 		}
 		return codes, true
 	}
-	if used == 0 {
+	if used == 0 || sole != 0 {
 		return nil, false
-	}
-	for _, l := range lens {
-		if l == soleLen {
-			return nil, false
-		}
 	}
 	// Kraft: the code must be complete, so every bit pattern decodes.
 	var kraft uint64
@@ -156,7 +154,8 @@ func canonicalInto(codes []uint16, lens []uint8) ([]uint16, bool) {
 		code = (code + count[l-1]) << 1
 		next[l] = code
 	}
-	for s, l := range lens {
+	for s := lo; s < hi; s++ {
+		l := lens[s]
 		if l == 0 {
 			continue
 		}
