@@ -232,34 +232,58 @@ func buildLUT(lut []uint64, c *Code, tb uint) {
 			cum[x] = (cy<<5)&fieldMask[kk+1] + uint32(l)*reps[kk+1] | hi5&^fieldMask[kk+1]
 		}
 	} else {
-		buildLUT8(lut[:size:size], one, cum, tb, &fieldMask, &reps, &laneMask)
+		buildLUT8(lut[:size:size], one, cum, tb)
 	}
 	for j := size; j < len(lut); j *= 2 {
 		copy(lut[j:], lut[:j])
 	}
 }
 
-// buildLUT8 is buildLUT's loop for byte lanes (split kinds and B8), with
-// the lane width and count fixed and indexes masked to the table, so the
-// compiler leaves out the checks a general loop needs.
-func buildLUT8(lut []uint64, one, cum []uint32, tb uint, fieldMask, reps *[6]uint32, laneMask *[6]uint64) {
+// buildLUT8 is buildLUT's loop for byte lanes (split kinds and B8): the
+// lane width and count fixed, and what depends on how many of y's symbols
+// an entry keeps read from a table, so the loop is loads, adds and masks.
+func buildLUT8(lut []uint64, one, cum []uint32, tb uint) {
 	const rep5 = 1 | 1<<5 | 1<<10 | 1<<15 | 1<<20
 	const hi5 = 16 * rep5
+	// keep[k]: what an entry that keeps k of y's symbols takes from it.
+	type keepT struct {
+		lanes uint64 // mask of y's lanes kept
+		entry uint64 // the count (k+1), in place
+		field uint32 // mask of the cumulative-length fields kept (k+1)
+		rep   uint32 // one in each of them
+		rest  uint32 // 16 in the fields past them
+		shift uint32 // where y's k-th field ends up after a 5-bit shift
+	}
+	var keep [8]keepT
+	for k := range 5 {
+		fm := uint32(1)<<(5*(k+1)) - 1
+		keep[k] = keepT{lanes: 1<<(8*k) - 1, entry: uint64(k+1) << entCount, field: fm,
+			rep: rep5 & fm, rest: hi5 &^ fm, shift: uint32(5 * k)}
+	}
+	// over[l]: added to y's fields, sets bit 4 of those past tb − l bits.
+	var over [16]uint32
+	for l := range uint(16) {
+		if l <= tb {
+			over[l] = uint32(15-(tb-l)) * rep5
+		}
+	}
+	// kept[n]: how many of y's symbols fit, n of its fields being past the
+	// bits left (at most four: the entry holds five).
+	kept := [8]uint8{4, 4, 3, 2, 1, 0, 0, 0}
 	n := len(lut)
 	if n > len(one) || n > len(cum) {
 		return
 	}
 	for x := 1; x < n; x++ {
 		e1 := one[x]
-		l := uint(e1 & 15)
+		l := e1 & 15
 		y := x >> l
 		cy := cum[y]
-		over := uint(bits.OnesCount32((cy + uint32(15-(tb-l))*rep5) & hi5))
-		kk := min(5-over, 4)
-		ly := uint(cy<<5>>(5*kk&31)) & 31
-		lanes := uint64(e1>>8) | (lut[y]>>entLanes)&laneMask[kk]<<8
-		lut[x] = uint64(l+ly) | uint64(kk+1)<<entCount | uint64(l)<<entFirst8 | lanes<<entLanes
-		cum[x] = (cy<<5)&fieldMask[kk+1] + uint32(l)*reps[kk+1] | hi5&^fieldMask[kk+1]
+		t := &keep[kept[bits.OnesCount32((cy+over[l])&hi5)&7]]
+		c5 := cy << 5
+		ly := c5 >> (t.shift & 31) & 31
+		lut[x] = uint64(l+ly) | t.entry | uint64(l)<<entFirst8 | (uint64(e1>>8)|(lut[y]>>entLanes)&t.lanes<<8)<<entLanes
+		cum[x] = c5&t.field + l*t.rep | t.rest
 	}
 }
 
