@@ -100,11 +100,15 @@ adone:
 	MOVQ    AX, (op); \
 	ADDQ    CX, op
 
-// buf = the 8 bytes at bp>>3, shifted past bp's bits within the byte.
+// buf = the 8 bytes at bp>>3, shifted past bp's bits within the byte;
+// and a prefetch of the stream 256 bytes on: four streams (and the raw
+// planes and outputs beside them) outrun the hardware's prefetchers
+// (corpus weights decode 15-20% faster, alternating runs).
 #define LREFILL(buf, bp) \
 	MOVQ  bp, AX; \
 	SHRQ  $3, AX; \
 	MOVQ  (AX), buf; \
+	PREFETCHT0 256(AX); \
 	MOVL  bp, CX; \
 	ANDL  $7, CX; \
 	SHRXQ CX, buf, buf
