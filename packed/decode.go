@@ -422,7 +422,7 @@ func (f *File) tasks(lo, hi int64, decoder func(i int, s *span, g0, g1 int) (*te
 // spans).
 const (
 	groupsPerTask = 4
-	batchGroups   = 16
+	batchGroups   = 64
 	batchBytes    = 1 << 20
 )
 
