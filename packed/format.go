@@ -253,6 +253,7 @@ const maxLen = 1 << 62
 func parseDirectory(meta []byte) (*directory, int, error) {
 	r := &reader{b: meta}
 	d := &directory{}
+	var slab tensor.CodeSlab // the spans' code tables, a few allocations for all
 	d.headerLen = int64(r.uvarint("header length", 100<<20))
 	d.headerCoding = r.uvarint("header coding", headerFieldsC)
 	d.skeletonLen = int64(r.uvarint("skeleton length", 100<<20))
@@ -315,7 +316,7 @@ func parseDirectory(meta []byte) (*directory, int, error) {
 				r.fail("%v span of %d bytes is not whole values", k, s.length)
 				return nil, 0, r.err
 			}
-			c, n, err := tensor.ParseTable(k, r.b[r.pos:])
+			c, n, err := slab.ParseTable(k, r.b[r.pos:])
 			if err != nil {
 				return nil, 0, formatErrorf("directory: span %d: %v", len(d.spans), err)
 			}

@@ -234,19 +234,52 @@ func (c *Code) AppendTable(dst []byte) []byte {
 	return dst
 }
 
-// splitTables holds a split kind's code lengths and codes.
+// splitTables holds a split kind's code, its lengths and its codes.
 type splitTables struct {
+	code  Code
 	lens  [256]uint8
 	codes [256]uint16
+}
+
+// A CodeSlab hands out the storage of many split codes, a few dozen to an
+// allocation: a small model's directory has hundreds of spans, each with
+// its table. The zero value is ready to use; codes it parsed stay valid
+// as long as they are referenced.
+type CodeSlab struct {
+	free []splitTables
+}
+
+func (s *CodeSlab) get() *splitTables {
+	if len(s.free) == 0 {
+		s.free = make([]splitTables, 32)
+	}
+	t := &s.free[0]
+	s.free = s.free[1:]
+	return t
 }
 
 // ParseTable reads a table written by AppendTable and returns the code and
 // the bytes it took.
 func ParseTable(kind Kind, b []byte) (*Code, int, error) {
+	var s CodeSlab
+	return s.ParseTable(kind, b)
+}
+
+// ParseTable is the package's ParseTable, a split code's storage taken
+// from the slab.
+func (sl *CodeSlab) ParseTable(kind Kind, b []byte) (*Code, int, error) {
 	if !kind.Valid() {
 		return nil, 0, corruptf("unknown span kind %d", kind)
 	}
-	c := &Code{Kind: kind}
+	var split *splitTables
+	var c *Code
+	if kind == V16 {
+		c = &Code{Kind: kind}
+	} else {
+		split = sl.get()
+		c = &split.code
+		c.Kind = kind
+	}
 	pos := 0
 	var nl int
 	lo := 0
@@ -285,11 +318,9 @@ func ParseTable(kind Kind, b []byte) (*Code, int, error) {
 	// A split kind's lengths and codes share one allocation (a decoder is
 	// made per span, and small models have hundreds).
 	var lens []uint8
-	var split *splitTables
 	if kind == V16 {
 		lens = make([]uint8, nl)
 	} else {
-		split = new(splitTables)
 		lens = split.lens[lo : lo+nl]
 	}
 	prev := uint8(0)
