@@ -155,7 +155,7 @@ func (r *Report) Markdown() string {
 	w("| run time | %s |\n", r.End.Sub(r.Start).Round(time.Second))
 	asm := "Go loops"
 	if r.AsmDecoder {
-		asm = "amd64 assembly loop (BMI2, SSE4.1)"
+		asm = "amd64 assembly loop, four lanes (BMI2, SSE4.1, AVX2 where present)"
 	}
 	w("| decoder | %s; decode speeds in %s, fastest of %d runs, one thread unless noted |\n", asm, timing, r.Config.Reps)
 	w("| corpus | `%s/weights` |\n", r.Config.Corpus)
