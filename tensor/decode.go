@@ -89,17 +89,18 @@ func NewDecoder(c *Code, values, groupLog2 int, payload []byte) (*Decoder, error
 		return nil, corruptf("group streams end at %d, payload holds %d", prev, d.streamLen)
 	}
 	// A multi-symbol table takes longer to build than a small span takes
-	// to decode. Spans of at least multiSymbolMin values get one as wide
-	// as the longest code the format allows (more symbols a lookup); the
-	// amd64 lanes, which take a table of any width, give smaller spans of
-	// at least multiSymbolPer entries' worth of values one as wide as their
-	// longest code; the rest get one symbol per entry, a table as wide as
-	// their longest code (repeated to the full width for the Go pair
-	// loops, which want it).
+	// to decode. The amd64 lanes take a table of any width: spans of at
+	// least wideMin values get one as wide as the longest code the format
+	// allows (more symbols a lookup), spans of at least multiSymbolPer
+	// entries' worth of values one as wide as their longest code. The Go
+	// pair loops want the full width: spans of at least multiSymbolMin
+	// values get a multi-symbol table of it. The rest get one symbol per
+	// entry, a table as wide as their longest code (repeated to the full
+	// width for the Go pair loops).
 	d.tb = uint(max(1, c.MaxLen()))
 	d.lutBuf = lutPool.Get().(*[1 << MaxCodeLen]uint64)
 	switch {
-	case values >= multiSymbolMin:
+	case useAsm && values >= wideMin, !useAsm && values >= multiSymbolMin:
 		d.lut = d.lutBuf[:]
 		buildLUT(d.lut, c, MaxCodeLen)
 	case useAsm && values >= multiSymbolPer<<d.tb:
@@ -118,14 +119,18 @@ func NewDecoder(c *Code, values, groupLog2 int, payload []byte) (*Decoder, error
 	return d, nil
 }
 
-// multiSymbolMin is the smallest span that gets a full-width multi-symbol
-// table, and multiSymbolPer the values per table entry that pay for a
-// narrower one (measured on the corpus weights: a table entry costs about
-// what decoding eight values with one symbol a lookup instead of several
-// saves).
+// Table choices, measured on the corpus weights: wideMin is the smallest
+// span whose lanes get a full-width multi-symbol table (a wider window
+// saves about a twentieth of the lookups of trained exponents, worth
+// building 4096 entries instead of 1024 from some 250,000 values on);
+// multiSymbolPer the values per table entry that pay for a multi-symbol
+// table at all (an entry costs about what decoding eight values one
+// symbol a lookup instead of several does); multiSymbolMin the smallest
+// span the Go loops give one.
 const (
-	multiSymbolMin = 1 << 15
+	wideMin        = 1 << 18
 	multiSymbolPer = 8
+	multiSymbolMin = 1 << 15
 )
 
 // lutPool recycles decoding tables: allocating 32 KiB per span costs more
