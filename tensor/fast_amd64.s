@@ -113,6 +113,13 @@ adone:
 	ANDL  $7, CX; \
 	SHRXQ CX, buf, buf
 
+// One lookup in each lane.
+#define LROUND \
+	LSTEP(R8, R12, BX, 48, 16); \
+	LSTEP(R9, R13, DX, 56, 24); \
+	LSTEP(R10, SI, R14, 64, 32); \
+	LSTEP(R11, DI, R15, 72, 40)
+
 // laneState: iters 0, out 8, lut 16-40, mask 48-72, bp 80-104, at 112-136.
 TEXT ·decodeLanes(SB), NOSPLIT, $8-8
 	MOVQ s+0(FP), BP
@@ -135,22 +142,10 @@ lloop:
 	LREFILL(R9, R13)
 	LREFILL(R10, SI)
 	LREFILL(R11, DI)
-	LSTEP(R8, R12, BX, 48, 16)
-	LSTEP(R9, R13, DX, 56, 24)
-	LSTEP(R10, SI, R14, 64, 32)
-	LSTEP(R11, DI, R15, 72, 40)
-	LSTEP(R8, R12, BX, 48, 16)
-	LSTEP(R9, R13, DX, 56, 24)
-	LSTEP(R10, SI, R14, 64, 32)
-	LSTEP(R11, DI, R15, 72, 40)
-	LSTEP(R8, R12, BX, 48, 16)
-	LSTEP(R9, R13, DX, 56, 24)
-	LSTEP(R10, SI, R14, 64, 32)
-	LSTEP(R11, DI, R15, 72, 40)
-	LSTEP(R8, R12, BX, 48, 16)
-	LSTEP(R9, R13, DX, 56, 24)
-	LSTEP(R10, SI, R14, 64, 32)
-	LSTEP(R11, DI, R15, 72, 40)
+	LROUND
+	LROUND
+	LROUND
+	LROUND
 	DECQ 0(BP)
 	JNZ  lloop
 
