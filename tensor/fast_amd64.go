@@ -54,7 +54,9 @@ func (d *Decoder) lanes() bool {
 // together and its CRC checked). A lane with no job left repeats the
 // work of the lane with the most left to do, into the fifth region, so
 // the loop runs at full speed on whatever is left. Jobs the lanes cannot
-// take decode on their own. It returns the index of the job that failed.
+// take (V16 words, other group sizes) go through the Go loops, in pairs
+// where they are consecutive groups of a span. It returns the index of the
+// job that failed.
 func decodeJobs(jobs []GroupJob) (int, error) {
 	if !useAsm {
 		return decodeJobsGo(jobs)
@@ -85,9 +87,16 @@ func decodeJobs(jobs []GroupJob) (int, error) {
 				j, d := next, jobs[next].D
 				next++
 				if !d.lanes() {
-					if err := d.decodeGroups(jobs[j].Dst, jobs[j].G, 1); err != nil {
-						return j, err
+					// A run of jobs the lanes cannot take: the Go loops,
+					// which pair consecutive groups of a span.
+					e := j + 1
+					for e < len(jobs) && !jobs[e].D.lanes() {
+						e++
 					}
+					if i, err := decodeJobsGo(jobs[j:e]); err != nil {
+						return j + i, err
+					}
+					next = e
 					continue
 				}
 				if g := jobs[j].G; g < 0 || g >= d.groups {
