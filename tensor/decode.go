@@ -89,7 +89,8 @@ func NewDecoder(c *Code, values, groupLog2 int, payload []byte) (*Decoder, error
 		return nil, corruptf("group streams end at %d, payload holds %d", prev, d.streamLen)
 	}
 	// A multi-symbol table takes longer to build than a small span takes
-	// to decode. The amd64 lanes take a table of any width: spans of at
+	// to decode. The amd64 lanes (split kinds and B8 in groups of 4096)
+	// take a table of any width: spans of at
 	// least wideMin values get one as wide as the longest code the format
 	// allows (more symbols a lookup), spans of at least multiSymbolPer
 	// entries' worth of values one as wide as their longest code. The Go
@@ -99,14 +100,15 @@ func NewDecoder(c *Code, values, groupLog2 int, payload []byte) (*Decoder, error
 	// width for the Go pair loops).
 	d.tb = uint(max(1, c.MaxLen()))
 	d.lutBuf = lutPool.Get().(*[1 << MaxCodeLen]uint64)
+	lanes := d.lanesTake()
 	switch {
-	case useAsm && values >= wideMin, !useAsm && values >= multiSymbolMin:
+	case lanes && values >= wideMin, !lanes && values >= multiSymbolMin:
 		d.lut = d.lutBuf[:]
 		buildLUT(d.lut, c, MaxCodeLen)
-	case useAsm && values >= multiSymbolPer<<d.tb:
+	case lanes && values >= multiSymbolPer<<d.tb:
 		d.lut = d.lutBuf[:1<<d.tb]
 		buildLUT(d.lut, c, d.tb)
-	case ng > 1 && !useAsm:
+	case ng > 1 && !lanes:
 		d.lut = d.lutBuf[:]
 		buildLUT1(d.lut[:1<<d.tb], c, d.tb)
 		for k := 1 << d.tb; k < len(d.lut); k *= 2 {
@@ -320,6 +322,12 @@ func buildLUT1(lut []uint64, c *Code, tb uint) {
 			}
 		}
 	}
+}
+
+// lanesTake reports whether this span's groups are of the kind and size
+// the amd64 lanes decode (with tables of any width); else the Go loops do.
+func (d *Decoder) lanesTake() bool {
+	return useAsm && d.groupLog2 == 12 && d.kind != V16
 }
 
 // Kind is the kind of the span's values.

@@ -8,10 +8,11 @@ import (
 // The fast decoder. A table lookup on the next 12 bits of a group's stream
 // yields up to five symbols (split kinds: the symbol bytes; V16: up to
 // three output words), stored at once with a single 8-byte store (the
-// spare lanes are overwritten by the next store). Two groups decode
-// interleaved in one loop: a lookup's latency (mask, load, shift) is the
-// loop's critical path, and two independent streams fill the pipeline. A
-// second pass puts values together from symbol bytes and raw bytes. Loads
+// spare lanes are overwritten by the next store). A lookup's latency
+// (mask, load, shift) is the loop's critical path, so independent streams
+// decode interleaved: four groups, of any spans, in the amd64 lanes
+// (fast_amd64.s), two groups of a span in the Go loops here. A second
+// pass puts values together from symbol bytes and raw bytes. Loads
 // and stores go through unsafe pointers; every index is bounded by the
 // loop conditions (a group's symbols) or by the payload length (stream
 // reads), checked before the loop.

@@ -45,7 +45,7 @@ func decodeLanes(s *laneState)
 // symbol bytes (not V16 words), groups of 4096, a table of at most 4096
 // entries (one lookup takes at most 12 bits).
 func (d *Decoder) lanes() bool {
-	return useAsm && d.groupLog2 == 12 && d.kind != V16 && len(d.lut) <= 1<<MaxCodeLen
+	return d.lanesTake() && len(d.lut) <= 1<<MaxCodeLen
 }
 
 // decodeJobs decodes the jobs four at a time through decodeLanes, each
