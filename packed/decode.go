@@ -380,7 +380,8 @@ type task struct {
 }
 
 // tasks lists the work that produces the data section's bytes [lo, hi):
-// runs of up to groupsPerTask groups of coded spans, and pieces of at most 1 MiB of the rest.
+// runs of up to groupsPerTask groups of coded spans, and pieces of at most
+// 1 MiB of the rest.
 // decoder gives, for coded span i whose groups [g0, g1) are wanted, the
 // decoder to use and the span's group that is its group 0.
 func (f *File) tasks(lo, hi int64, decoder func(i int, s *span, g0, g1 int) (*tensor.Decoder, int, error)) ([]task, error) {
