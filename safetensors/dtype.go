@@ -81,9 +81,9 @@ func ShapeBytes(d Dtype, shape []int64) (int64, bool) {
 	return int64(n), ok && n <= 1<<62
 }
 
-// internDtype returns the Dtype spelled b, without allocating for the
+// DtypeOf returns the Dtype spelled b, without allocating for the
 // known ones.
-func internDtype(b []byte) Dtype {
+func DtypeOf(b []byte) Dtype {
 	switch string(b) {
 	case "BF16":
 		return BF16
@@ -101,23 +101,6 @@ func internDtype(b []byte) Dtype {
 		return I8
 	case "BOOL":
 		return BOOL
-	}
-	return Dtype(b)
-}
-
-// dtypeNames holds each known dtype once, for DtypeOf.
-var dtypeNames = func() map[string]Dtype {
-	m := make(map[string]Dtype, len(dtypeBits))
-	for d := range dtypeBits {
-		m[string(d)] = d
-	}
-	return m
-}()
-
-// DtypeOf returns the dtype b spells: a known one without allocating.
-func DtypeOf(b []byte) Dtype {
-	if d, ok := dtypeNames[string(b)]; ok {
-		return d
 	}
 	return Dtype(b)
 }

@@ -253,7 +253,7 @@ func parseTensor(s *scanner, name string, skeleton bool) (Tensor, error) {
 				if err != nil {
 					return t, err
 				}
-				t.Dtype = internDtype(v)
+				t.Dtype = DtypeOf(v)
 			case "shape":
 				dup, haveShape = haveShape, true
 				if t.Shape, err = s.uints(); err != nil {

@@ -261,7 +261,7 @@ func (s *CodeSlab) get() *splitTables {
 // ParseTable reads a table written by AppendTable and returns the code and
 // the bytes it took.
 func ParseTable(kind Kind, b []byte) (*Code, int, error) {
-	var s CodeSlab
+	s := CodeSlab{free: make([]splitTables, 1)} // storage for this one code
 	return s.ParseTable(kind, b)
 }
 

@@ -203,10 +203,7 @@ func buildLUT(lut []uint64, c *Code, tb uint) {
 		}
 	}
 	// cum[x]: five 5-bit fields, the bits taken after each of entry x's
-	// symbols, 16 past its count. A field f is within r bits when
-	// f + 15 − r does not reach bit 4 of the field.
-	const rep5 = 1 | 1<<5 | 1<<10 | 1<<15 | 1<<20
-	const hi5 = 16 * rep5
+	// symbols, 16 past its count (rep5, hi5).
 	var fieldMask, reps [6]uint32
 	var laneMask [6]uint64
 	for j := range 6 {
@@ -250,8 +247,6 @@ func buildLUT(lut []uint64, c *Code, tb uint) {
 // lane width and count fixed, and what depends on how many of y's symbols
 // an entry keeps read from a table, so the loop is loads, adds and masks.
 func buildLUT8(lut []uint64, one, cum []uint32, tb uint) {
-	const rep5 = 1 | 1<<5 | 1<<10 | 1<<15 | 1<<20
-	const hi5 = 16 * rep5
 	// keep[k]: what an entry that keeps k of y's symbols takes from it.
 	type keepT struct {
 		lanes uint64 // mask of y's lanes kept
@@ -278,9 +273,7 @@ func buildLUT8(lut []uint64, one, cum []uint32, tb uint) {
 	// bits left (at most four: the entry holds five).
 	kept := [8]uint8{4, 4, 3, 2, 1, 0, 0, 0}
 	n := len(lut)
-	if n > len(one) || n > len(cum) {
-		return
-	}
+	one, cum = one[:n], cum[:n] // (the loop's indexes need no checks)
 	for x := 1; x < n; x++ {
 		e1 := one[x]
 		l := e1 & 15
@@ -293,6 +286,14 @@ func buildLUT8(lut []uint64, one, cum []uint32, tb uint) {
 		cum[x] = c5&t.field + l*t.rep | t.rest
 	}
 }
+
+// The fields of buildLUT's cumulative lengths: five of 5 bits, the bits
+// taken after each of an entry's symbols, 16 past its count. A field f is
+// within r bits when f + 15 − r does not reach the field's bit 4 (hi5).
+const (
+	rep5 = 1 | 1<<5 | 1<<10 | 1<<15 | 1<<20
+	hi5  = 16 * rep5
+)
 
 // lutScratch holds buildLUT's one-symbol table and cumulative lengths.
 type lutScratch struct {

@@ -41,13 +41,6 @@ type laneState struct {
 //go:noescape
 func decodeLanes(s *laneState)
 
-// lanes reports whether groups of this decoder go through decodeLanes:
-// symbol bytes (not V16 words), groups of 4096, a table of at most 4096
-// entries (one lookup takes at most 12 bits).
-func (d *Decoder) lanes() bool {
-	return d.lanesTake() && len(d.lut) <= 1<<MaxCodeLen
-}
-
 // decodeJobs decodes the jobs four at a time through decodeLanes, each
 // lane taking the next job as its group finishes (a group's last values
 // and the check of its stream finish in Go, then its values are put
@@ -86,11 +79,11 @@ func decodeJobs(jobs []GroupJob) (int, error) {
 			for next < len(jobs) {
 				j, d := next, jobs[next].D
 				next++
-				if !d.lanes() {
+				if !d.lanesTake() {
 					// A run of jobs the lanes cannot take: the Go loops,
 					// which pair consecutive groups of a span.
 					e := j + 1
-					for e < len(jobs) && !jobs[e].D.lanes() {
+					for e < len(jobs) && !jobs[e].D.lanesTake() {
 						e++
 					}
 					if i, err := decodeJobsGo(jobs[j:e]); err != nil {
