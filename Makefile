@@ -65,7 +65,7 @@ test-race:
 test-noasm:
 	$(GO) test -count=1 -tags noasm -short -timeout 15m $(PKGS)
 
-FUZZ_TARGETS := codec:FuzzDecode codec:FuzzDecodeChunk codec/lz:FuzzDecodeBlock codec/lz:FuzzRoundTrip \
+FUZZ_TARGETS := codec:FuzzDecode codec:FuzzDecodeChunk codec/lz:FuzzDecodeBlock codec/lz:FuzzDecodeBlockAfter codec/lz:FuzzRoundTrip \
 	delta:FuzzDecode delta:FuzzCompute fs:FuzzDecodeAttr chunkstore:FuzzDecodeManifest chunkstore:FuzzDecodeChunkRecord chunkstore/cdc:FuzzSplit \
 	tensor:FuzzDecode tensor:FuzzRoundTrip packed:FuzzDecode safetensors:FuzzParse safetensors:FuzzParseIndex
 

@@ -210,7 +210,11 @@ func validChunking(p cdc.Params) error {
 // value log (ValueThreshold 256 bytes: records and index entries stay in the
 // LSM tree, frames do not), badger's own compression is off (frames are
 // already compressed), and writes are not synced one by one: the store
-// calls Sync at the points docs/store.md names.
+// calls Sync at the points docs/store.md names. No block cache: with
+// neither compression nor encryption a table's blocks are read in place
+// from its mmap, and the cache only added its own bookkeeping to every
+// lookup (a cold sequential read through glydfs spent ~8% less CPU
+// without it, docs/benchmarks/fs.md).
 func openDB(dir string, readOnly bool) (*badger.DB, error) {
 	o := badger.DefaultOptions(dir).
 		WithValueThreshold(256).
@@ -221,7 +225,7 @@ func openDB(dir string, readOnly bool) (*badger.DB, error) {
 		WithLoggingLevel(badger.WARNING).
 		WithLogger(quietLogger{}).
 		WithMemTableSize(32 << 20).
-		WithBlockCacheSize(32 << 20).
+		WithBlockCacheSize(0).
 		WithIndexCacheSize(16 << 20).
 		WithValueLogFileSize(256 << 20)
 	db, err := badger.Open(o)

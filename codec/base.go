@@ -69,15 +69,11 @@ func decodeFrame(dst, fr []byte, uh unitHeader, unit int, off int64, base *baseF
 	if ref.len == 0 || ref.off+ref.len > base.size {
 		return formatErr(unit, 0, off, "delta unit names base range %d+%d, outside the %d-byte base", ref.off, ref.len, base.size)
 	}
-	work := make([]byte, int(ref.len)+len(dst))
-	if _, err := base.ra.ReadAt(work[:ref.len], ref.off); err != nil && !errors.Is(err, io.EOF) {
+	hist := make([]byte, int(ref.len))
+	if _, err := base.ra.ReadAt(hist, ref.off); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("reading the base: %w", err)
 	}
-	if err := decodeUnitAt(work, int(ref.len), fr[unitHeaderSize:], uh, unit, off, ref); err != nil {
-		return err
-	}
-	copy(dst, work[ref.len:])
-	return nil
+	return decodeUnitAfter(dst, [][]byte{hist}, fr[unitHeaderSize:], uh, unit, off, ref)
 }
 
 // BaseWriter writes a stream coded against a base file held in memory. The

@@ -1,6 +1,6 @@
 package codec
 
-import "sync"
+
 
 // Chunks: the chunk store keeps every chunk as one bare v7 unit frame (the
 // unit header, its block headers and payloads, each block with its CRC-32C),
@@ -128,30 +128,11 @@ func decodeChunk(out, frame []byte, bases [][]byte, uh unitHeader) error {
 		return formatErr(0, -1, 0, "base of %d bytes too large for a chunk of %d", histLen, uh.rawLen)
 	}
 	if histLen == 0 {
-		return decodeUnitAt(out, 0, frame[unitHeaderSize:], uh, 0, 0, baseRef{})
+		bases = nil // an empty base is no base: a delta block then fails
 	}
-	// A delta decodes after its base in one buffer (the base is its
-	// history). The buffer comes from a pool and only the result is
-	// copied out: a fresh base-plus-chunk buffer per delta cost more in
-	// page faults and clearing than the decode itself.
-	need := histLen + uh.rawLen
-	wp, _ := chunkWork.Get().(*[]byte)
-	if wp == nil || cap(*wp) < need {
-		b := make([]byte, need)
-		wp = &b
-	}
-	work := (*wp)[:need]
-	defer chunkWork.Put(wp)
-	n := 0
-	for _, b := range bases {
-		n += copy(work[n:], b)
-	}
-	if err := decodeUnitAt(work, histLen, frame[unitHeaderSize:], uh, 0, 0, baseRef{}); err != nil {
-		return err
-	}
-	copy(out, work[histLen:])
-	return nil
+	// A delta's bases are its history, read where they lie: the decoder
+	// reaches into them (lz.DecodeBlockAfter) rather than having them
+	// copied in front of the output.
+	return decodeUnitAfter(out, bases, frame[unitHeaderSize:], uh, 0, 0, baseRef{})
 }
 
-// chunkWork holds delta decode buffers.
-var chunkWork sync.Pool

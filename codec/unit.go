@@ -142,24 +142,24 @@ func encodeBlocks(dst, src []byte, hist int, e *lz.Encoder, ref baseRef) []byte 
 // header) into dst, whose length is the unit's decoded size. Every block's
 // checksum is verified before the call returns.
 func decodeUnit(dst, frame []byte, uh unitHeader, unit int, frameOff int64) error {
-	return decodeUnitAt(dst, 0, frame, uh, unit, frameOff, baseRef{})
+	return decodeUnitAfter(dst, nil, frame, uh, unit, frameOff, baseRef{})
 }
 
-// decodeUnitAt decodes a unit into work[hist:]; work[:hist] is the history
-// delta blocks copy from (their base, which must be the one ref names), and
-// hist is 0 for ordinary units.
-func decodeUnitAt(work []byte, hist int, frame []byte, uh unitHeader, unit int, frameOff int64, ref baseRef) error {
+// decodeUnitAfter decodes a unit into dst; bases, concatenated, is the
+// history its delta blocks copy from (their base, which must be the one
+// ref names), and nil for ordinary units. The bases are only read: the
+// decoder reaches into them where it would into dst, so neither is copied.
+func decodeUnitAfter(dst []byte, bases [][]byte, frame []byte, uh unitHeader, unit int, frameOff int64, ref baseRef) error {
 	d := decPool.Get().(*lz.Decoder)
 	defer decPool.Put(d)
-	dst := work
-	pos := hist
+	pos := 0
 	off := frameOff + unitHeaderSize
 	for b := range uh.blocks {
 		if len(frame) < blockHeaderSize {
 			return formatErr(unit, b, off, "truncated block header")
 		}
 		h := parseBlockHeader(frame)
-		want := min(BlockSize, uh.rawLen-(pos-hist))
+		want := min(BlockSize, uh.rawLen-pos)
 		if h.rawLen != want {
 			return formatErr(unit, b, off, "block holds %d bytes, want %d", h.rawLen, want)
 		}
@@ -178,18 +178,18 @@ func decodeUnitAt(work []byte, hist int, frame []byte, uh unitHeader, unit int, 
 			if h.coding == CodingLZNarrow {
 				layout = lz.Narrow
 			}
-			if err := d.DecodeBlock(dst, pos, h.rawLen, payload, layout); err != nil {
+			if err := d.DecodeBlockAfter(dst, pos, h.rawLen, payload, layout, bases); err != nil {
 				return formatErr(unit, b, off, "%v", err)
 			}
 		case CodingDelta:
-			if hist == 0 {
+			if len(bases) == 0 {
 				return formatErr(unit, b, off, "delta block needs its base, and none was given")
 			}
 			got, rest, err := parseBaseRef(payload)
 			if err != nil || got != ref {
 				return formatErr(unit, b, off, "delta block names base range %d+%d, unit was given %d+%d", got.off, got.len, ref.off, ref.len)
 			}
-			if err := d.DecodeBlock(dst, pos, h.rawLen, rest, lz.Wide); err != nil {
+			if err := d.DecodeBlockAfter(dst, pos, h.rawLen, rest, lz.Wide, bases); err != nil {
 				return formatErr(unit, b, off, "%v", err)
 			}
 		case CodingRecord, CodingTensor:

@@ -28,6 +28,17 @@ func NewDecoder() *Decoder { return &Decoder{} }
 type seqs struct {
 	tok, lit, off0, off1, off2, ext []byte
 	narrow                          bool
+	hist                            history
+}
+
+// history is the content a block's matches may reach into that lies before
+// its buffer: the bases of a delta, in order, as the encoder saw them
+// concatenated in front of the target. Keeping them apart from the output
+// spares a delta's decode copying its bases in and its result out; the
+// assembly loop leaves matches that reach into them to step.
+type history struct {
+	segs [][]byte
+	n    int // total length of segs
 }
 
 // DecodeBlock decodes the block src into dst[pos:pos+n]. dst[:pos] is the
@@ -36,6 +47,13 @@ type seqs struct {
 // next block, which that block then overwrites), never past len(dst): so
 // units decode side by side into one buffer without touching each other.
 func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte, layout Layout) error {
+	return d.DecodeBlockAfter(dst, pos, n, src, layout, nil)
+}
+
+// DecodeBlockAfter is DecodeBlock for a block whose history starts before
+// dst: hist, concatenated, then dst[:pos]. A match may reach up to
+// pos+len(all of hist) bytes back. hist is only read.
+func (d *Decoder) DecodeBlockAfter(dst []byte, pos, n int, src []byte, layout Layout, hist [][]byte) error {
 	if n < 0 || n > MaxBlock || pos < 0 || len(dst) < pos+n {
 		return corrupt("block of %d bytes at %d does not fit the buffer", n, pos)
 	}
@@ -101,6 +119,12 @@ func (d *Decoder) DecodeBlock(dst []byte, pos, n int, src []byte, layout Layout)
 		s[i] = out
 	}
 	q := seqs{tok: s[sTokens], lit: s[sLiterals], off0: s[sOff0], off1: s[sOff1], off2: s[sOff2], ext: s[sExt], narrow: layout == Narrow}
+	if len(hist) > 0 {
+		q.hist.segs = hist
+		for _, h := range hist {
+			q.hist.n += len(h)
+		}
+	}
 	if goOnly {
 		return decodeSeqsGo(dst, pos, pos+n, &q)
 	}
@@ -247,11 +271,17 @@ func step(dst []byte, end int, q *seqs, c *cursor) error {
 	if ll > len(q.lit)-li || ll > end-op {
 		return corrupt("literal run of %d overruns the block at sequence %d", ll, i)
 	}
-	if off == 0 || off > op+ll {
+	if off == 0 || off > op+ll+q.hist.n {
 		return corrupt("match offset %d at output %d is out of range", off, op+ll)
 	}
 	if ml > end-op-ll {
 		return corrupt("match of %d overruns the block at sequence %d", ml, i)
+	}
+	if off > op+ll {
+		copy(dst[op:op+ll], q.lit[c.li:c.li+ll])
+		copyFromHistory(dst, op+ll, off, ml, &q.hist)
+		*c = cursor{op: op + ll + ml, ti: i + 1, li: c.li + ll, ei: ei, o2: o2, rep: off}
+		return nil
 	}
 	lit := q.lit
 	if ll <= 16 && li+16 <= len(lit) && op+16 <= len(dst) {
@@ -278,4 +308,28 @@ func step(dst []byte, end int, q *seqs, c *cursor) error {
 	}
 	*c = cursor{op: op + ml, ti: i + 1, li: li + ll, ei: ei, o2: o2, rep: off}
 	return nil
+}
+
+// copyFromHistory replays a match of ml bytes at dst[at:] whose source
+// starts off bytes back, before dst[0]: in the history h. The part that
+// runs past the history's end continues from dst[0], off bytes behind, in
+// pieces of at most off bytes so that an overlapping match repeats as LZ77
+// says.
+func copyFromHistory(dst []byte, at, off, ml int, h *history) {
+	src := h.n - (off - at) // position in the concatenated history
+	for _, s := range h.segs {
+		if ml == 0 {
+			return
+		}
+		if src >= len(s) {
+			src -= len(s)
+			continue
+		}
+		k := copy(dst[at:at+ml], s[src:])
+		at, ml, src = at+k, ml-k, 0
+	}
+	for ml > 0 {
+		k := copy(dst[at:at+min(ml, off)], dst[at-off:])
+		at, ml = at+k, ml-k
+	}
 }

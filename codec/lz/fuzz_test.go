@@ -115,3 +115,38 @@ func TestAsmMatchesGoOnMutations(t *testing.T) {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 99)) }
+
+// FuzzDecodeBlockAfter decodes arbitrary blocks against a history held
+// outside the buffer, cut in two at a fuzzed place, and against the same
+// history in front of the output: the two forms must agree (the same
+// error or the same bytes), and neither may panic.
+func FuzzDecodeBlockAfter(f *testing.F) {
+	hist := bytes.Repeat([]byte("history: the quick brown fox jumps over the lazy dog. "), 40)
+	target := append(append([]byte("new: "), hist[100:700]...), hist[1500:1600]...)
+	for _, lv := range []Level{Fast, Lazy, Deep} {
+		e := NewEncoder(lv, true)
+		buf := append(bytes.Clone(hist), target...)
+		e.StartUnit(len(buf))
+		e.Prime(buf, len(hist))
+		f.Add(uint16(len(target)), uint16(len(hist)/2), e.EncodeBlock(nil, buf, len(hist), len(buf)))
+	}
+	f.Fuzz(func(t *testing.T, n, cut uint16, blk []byte) {
+		size := int(n) % (MaxBlock + 1)
+		k := int(cut) % (len(hist) + 1)
+		whole := make([]byte, len(hist)+size+40)
+		copy(whole, hist)
+		errIn := NewDecoder().DecodeBlock(whole, len(hist), size, blk, Wide)
+		for _, goLoop := range []bool{false, true} {
+			out := make([]byte, size+40)
+			goOnly = goLoop
+			errOut := NewDecoder().DecodeBlockAfter(out, 0, size, blk, Wide, [][]byte{hist[:k], hist[k:]})
+			goOnly = false
+			if (errIn == nil) != (errOut == nil) {
+				t.Fatalf("history inside and outside disagree (go loop %v): %v vs %v", goLoop, errIn, errOut)
+			}
+			if errIn == nil && !bytes.Equal(out[:size], whole[len(hist):len(hist)+size]) {
+				t.Fatalf("history inside and outside decode different bytes (go loop %v)", goLoop)
+			}
+		}
+	})
+}

@@ -209,3 +209,59 @@ func TestPrimeFindsBase(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeBlockAfter decodes deltas with their history outside the
+// buffer, whole and cut into segments at every kind of place (inside a
+// match, at its start, one byte in), and checks them against the decode
+// with the history in front of the output; then offsets one byte too far
+// back fail as they do there.
+func TestDecodeBlockAfter(t *testing.T) {
+	in := testInputs(t)
+	base := bytes.Clone(in["text"][:90<<10])
+	// Runs at the base's end make matches that start in the history and run
+	// on into the output (an overlapping copy across the boundary).
+	base = append(base, bytes.Repeat([]byte("xyz"), 200)...)
+	target := append(bytes.Repeat([]byte("xyz"), 400), base[:60<<10]...)
+	for i := 3000; i < len(target); i += 7000 {
+		target[i] ^= 0x55
+	}
+	target = append(target, base[20<<10:40<<10]...)
+	for _, lv := range []Level{Fast, Lazy, Deep} {
+		for _, ent := range []bool{false, true} {
+			e := NewEncoder(lv, ent)
+			buf := append(bytes.Clone(base), target...)
+			e.StartUnit(len(buf))
+			e.Prime(buf, len(base))
+			blk := e.EncodeBlock(nil, buf, len(base), len(buf))
+			want := make([]byte, len(buf))
+			copy(want, base)
+			if err := NewDecoder().DecodeBlock(want, len(base), len(target), blk, e.Layout()); err != nil || !bytes.Equal(want[len(base):], target) {
+				t.Fatalf("level %d: contiguous decode: %v", lv, err)
+			}
+			for _, cuts := range [][]int{nil, {1}, {len(base) - 1}, {len(base) / 2}, {1000, 1001, 50000}, {len(base) - 300, len(base) - 2}} {
+				var segs [][]byte
+				prev := 0
+				for _, c := range append(cuts, len(base)) {
+					segs = append(segs, base[prev:c])
+					prev = c
+				}
+				for _, goLoop := range []bool{false, true} {
+					got := make([]byte, len(target))
+					goOnly = goLoop
+					err := NewDecoder().DecodeBlockAfter(got, 0, len(target), blk, e.Layout(), segs)
+					goOnly = false
+					if err != nil || !bytes.Equal(got, target) {
+						t.Fatalf("level %d entropy %v cuts %v go %v: %v", lv, ent, cuts, goLoop, err)
+					}
+				}
+			}
+			// Short of history by one byte: the match that reaches its first
+			// byte fails cleanly in both forms (if the delta uses it at all).
+			errIn := NewDecoder().DecodeBlock(bytes.Clone(want)[1:], len(base)-1, len(target), blk, e.Layout())
+			errOut := NewDecoder().DecodeBlockAfter(make([]byte, len(target)), 0, len(target), blk, e.Layout(), [][]byte{base[1:]})
+			if (errIn == nil) != (errOut == nil) {
+				t.Fatalf("level %d: history one byte short: %v in the buffer, %v outside", lv, errIn, errOut)
+			}
+		}
+	}
+}
