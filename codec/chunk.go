@@ -1,7 +1,5 @@
 package codec
 
-
-
 // Chunks: the chunk store keeps every chunk as one bare v7 unit frame (the
 // unit header, its block headers and payloads, each block with its CRC-32C),
 // without the stream header, seek index and trailer that a file needs: a
@@ -135,4 +133,3 @@ func decodeChunk(out, frame []byte, bases [][]byte, uh unitHeader) error {
 	// copied in front of the output.
 	return decodeUnitAfter(out, bases, frame[unitHeaderSize:], uh, 0, 0, baseRef{})
 }
-
