@@ -131,6 +131,16 @@ func (c *chunkCache) insert(id ID, data []byte, cold bool) *cached {
 	return ch
 }
 
+// demote moves a cached chunk to the back, first to be evicted (a chunk
+// the reader has taken and keeps itself).
+func (c *chunkCache) demote(ch *cached) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[ch.id]; ok && ch.in {
+		c.ll.MoveToBack(e)
+	}
+}
+
 // release lets go of a chunk acquire or insert returned.
 func (c *chunkCache) release(ch *cached) {
 	c.mu.Lock()

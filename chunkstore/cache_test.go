@@ -176,3 +176,70 @@ func TestPrefaultKeepsBytes(t *testing.T) {
 		}
 	}
 }
+
+// With ReadsCachedAbove (glydfs), reading an object made of deltas keeps
+// the bases and lets go of the chunks read: after a sequential read
+// through a cache that holds the bases but not bases and chunks together,
+// every base is still cached and reading again decodes only the object's
+// own chunks. Without it the read chunks win and the bases are gone.
+func TestCacheKeepsBasesForReadersThatCache(t *testing.T) {
+	for _, above := range []bool{true, false} {
+		dir := filepath.Join(t.TempDir(), "store")
+		s, err := Init(dir, Options{ReadsCachedAbove: above})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put("v1", bytes.NewReader(version(1<<20, 1))); err != nil {
+			t.Fatal(err)
+		}
+		v2 := version(1<<20, 2)
+		if _, err := s.Put("v2", bytes.NewReader(v2)); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := s.manifest("v2")
+		bases := map[ID]int{}
+		for _, c := range m.chunks {
+			r, err := s.record(c.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range r.bases() {
+				br, _ := s.record(b)
+				bases[b] = br.rawLen
+			}
+		}
+		var baseBytes int64
+		for _, n := range bases {
+			baseBytes += int64(n)
+		}
+		if len(bases) < len(m.chunks)/2 {
+			t.Fatalf("only %d of %d chunks are deltas: the test needs more", len(bases), len(m.chunks))
+		}
+		// Room for every base and two chunks more, in the cache's classes.
+		s.cache = newChunkCache(baseBytes + int64(len(bases))*poolClass + 2*(256<<10))
+		o, err := s.OpenObject("v2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make([]byte, 32<<10)
+		for off := int64(0); off < o.Size(); off += int64(len(p)) {
+			n, _ := o.ReadAt(p, off)
+			if !bytes.Equal(p[:n], v2[off:off+int64(n)]) {
+				t.Fatalf("wrong bytes at %d", off)
+			}
+		}
+		kept := 0
+		for b := range bases {
+			if s.cache.has(b) {
+				kept++
+			}
+		}
+		if above && kept != len(bases) {
+			t.Errorf("ReadsCachedAbove: %d of %d bases still cached after the read", kept, len(bases))
+		}
+		if !above && kept == len(bases) {
+			t.Errorf("without ReadsCachedAbove every base stayed cached: the cache is larger than the test means it to be")
+		}
+		s.Close()
+	}
+}

@@ -106,7 +106,7 @@ func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) (*cached, error) {
 		s.cache.free(buf)
 		return nil, corrupt("chunk %s: %v", id.Short(), err)
 	}
-	return s.cache.insert(id, buf, hops > 0), nil
+	return s.cache.insert(id, buf, hops > 0 && !s.opts.ReadsCachedAbove), nil
 }
 
 // ObjectInfo describes a stored object.
@@ -201,6 +201,11 @@ func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 				corrupt("chunk %s holds %d bytes, the manifest says %d", c.id.Short(), len(cc.data), c.rawLen))
 		}
 		copy(p[lo-off:hi-off], cc.data[lo-start:hi-start])
+		if o.s.opts.ReadsCachedAbove && hi == start+int64(c.rawLen) {
+			// Read to its end: the reader has it now; keep the room for
+			// bases and for what read-ahead decodes next.
+			o.s.cache.demote(cc)
+		}
 		return nil
 	}
 	last := first

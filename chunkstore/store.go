@@ -45,7 +45,13 @@ type Options struct {
 	// background, for a long-lived reader (glydfs): its first reads then
 	// fill buffers already in memory (chunkCache.warm).
 	WarmCache bool
-	ReadOnly  bool
+	// ReadsCachedAbove says the reader keeps what it reads itself (glydfs:
+	// the kernel's page cache holds the files' bytes), so the chunk cache
+	// should keep what no cache above it can: delta bases. Bases then go
+	// in at the front, and a chunk a read has copied to its end goes to
+	// the back (docs/store.md, "The chunk cache").
+	ReadsCachedAbove bool
+	ReadOnly         bool
 }
 
 // config is what the store records about itself (key "meta/config").

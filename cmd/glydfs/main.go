@@ -146,7 +146,7 @@ func (c *cli) run() error {
 	}
 
 	ro := m.ro
-	opts := chunkstore.Options{Tier: m.tier, Cache: m.cache, ReadOnly: ro, WarmCache: true}
+	opts := chunkstore.Options{Tier: m.tier, Cache: m.cache, ReadOnly: ro, WarmCache: true, ReadsCachedAbove: true}
 	var st *chunkstore.Store
 	if _, err := os.Stat(filepath.Join(c.Store, "MANIFEST")); err == nil {
 		st, err = chunkstore.Open(c.Store, opts)
