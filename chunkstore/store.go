@@ -72,7 +72,12 @@ type Store struct {
 
 	writer   sync.Mutex // one put, delete or gc at a time
 	cache    *chunkCache
-	prefetch chan struct{} // read-ahead decodes in flight
+	// Read-ahead: chunks for the prefetch workers, started on first use;
+	// closing stops them (Close).
+	prefetch     chan ID
+	prefetchOnce sync.Once
+	closing      chan struct{}
+	closeOnce    sync.Once
 	recs     recordCache
 	flightMu sync.Mutex
 	flight   map[ID]*flight // chunks being decoded
@@ -192,7 +197,7 @@ func newStore(dir string, db *badger.DB, cfg config, opts Options) (*Store, erro
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
 	s := &Store{dir: dir, db: db, blobs: badgerBlobs{db}, cfg: cfg, tier: tier, opts: opts, cache: newChunkCache(opts.Cache),
-		prefetch: make(chan struct{}, 4*opts.Threads)}
+		prefetch: make(chan ID), closing: make(chan struct{})}
 	if opts.WarmCache {
 		s.cache.warm()
 	}
@@ -258,7 +263,10 @@ func (quietLogger) Infof(string, ...any)        {}
 func (quietLogger) Debugf(string, ...any)       {}
 
 // Close flushes and closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	return s.db.Close()
+}
 
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
