@@ -70,17 +70,17 @@ type Store struct {
 	tier  codec.Tier
 	opts  Options
 
-	writer   sync.Mutex // one put, delete or gc at a time
-	cache    *chunkCache
+	writer sync.Mutex // one put, delete or gc at a time
+	cache  *chunkCache
 	// Read-ahead: chunks for the prefetch workers, started on first use;
 	// closing stops them (Close).
 	prefetch     chan ID
 	prefetchOnce sync.Once
 	closing      chan struct{}
 	closeOnce    sync.Once
-	recs     recordCache
-	flightMu sync.Mutex
-	flight   map[ID]*flight // chunks being decoded
+	recs         recordCache
+	flightMu     sync.Mutex
+	flight       map[ID]*flight // chunks being decoded
 }
 
 var keyConfig = []byte("meta/config")
