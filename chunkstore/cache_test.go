@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -241,5 +242,84 @@ func TestCacheKeepsBasesForReadersThatCache(t *testing.T) {
 			t.Errorf("without ReadsCachedAbove every base stayed cached: the cache is larger than the test means it to be")
 		}
 		s.Close()
+	}
+}
+
+// Slices gives the same bytes as ReadAt, holes included, at every kind of
+// offset and length (inside one chunk, across many, up to and past the
+// end); the chunks stay held until release, through a cache far smaller
+// than the object, and release lets the cache recycle them.
+func TestSlicesMatchReadAt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Init(dir, Options{ReadsCachedAbove: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v1, v2 := version(1<<20, 1), version(1<<20, 2)
+	b, err := s.NewBuilder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(bytes.NewReader(v1)); err != nil {
+		t.Fatal(err)
+	}
+	b.Hole(300 << 10)
+	if err := b.Write(bytes.NewReader(v2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit("obj", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(bytes.Clone(v1), make([]byte, 300<<10)...), v2...)
+	s.cache = newChunkCache(256 << 10)
+	o, err := s.OpenObject("obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	var releases []func()
+	for k := range 300 {
+		off := r.Int64N(int64(len(want)) + 10)
+		n := 1 + r.IntN(1<<20)
+		if k%10 == 0 {
+			n = 1 + r.IntN(100)
+		}
+		vecs, release, err := o.Slices(off, n)
+		wantN := int(max(0, min(int64(n), int64(len(want))-off)))
+		if wantN < n && err != io.EOF || wantN == n && err != nil {
+			t.Fatalf("Slices(%d, %d): %v", off, n, err)
+		}
+		var got []byte
+		for _, v := range vecs {
+			got = append(got, v...)
+		}
+		if !bytes.Equal(got, want[min(off, int64(len(want))):min(off, int64(len(want)))+int64(wantN)]) {
+			t.Fatalf("Slices(%d, %d): wrong bytes", off, n)
+		}
+		// Hold some across later reads: their bytes must not change.
+		if k%3 == 0 {
+			cp := bytes.Clone(got)
+			releases = append(releases, func() {
+				var again []byte
+				for _, v := range vecs {
+					again = append(again, v...)
+				}
+				if !bytes.Equal(again, cp) {
+					t.Errorf("Slices(%d, %d): held slices changed", off, n)
+				}
+				release()
+			})
+		} else {
+			release()
+		}
+	}
+	for _, f := range releases {
+		f()
+	}
+	for e := s.cache.ll.Front(); e != nil; e = e.Next() {
+		if ch := e.Value.(*cached); ch.refs != 0 {
+			t.Fatalf("chunk %s still held %d times after every release", ch.id.Short(), ch.refs)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -166,46 +167,136 @@ func (o *Object) Info() ObjectInfo {
 // ReadAt reads len(p) bytes at off, decoding the chunks that cover them,
 // several at once.
 func (o *Object) ReadAt(p []byte, off int64) (int, error) {
+	n, err := o.clip(off, len(p))
+	if n == 0 {
+		return 0, err
+	}
+	err = o.eachChunk(off, n, func(cc *cached, lo, hi, start int64) {
+		if cc == nil {
+			clear(p[lo-off : hi-off])
+			return
+		}
+		copy(p[lo-off:hi-off], cc.data[lo-start:hi-start])
+		o.s.cache.release(cc)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Slices returns up to n bytes at off (fewer at the object's end, with
+// io.EOF) as slices of the store's decoded chunks, and of zeros for holes,
+// without copying them: for a reply written with writev. The slices stay
+// valid and unchanged until release is called, which must be done once;
+// they must not be written to.
+func (o *Object) Slices(off int64, n int) (vecs [][]byte, release func(), err error) {
+	m, err := o.clip(off, n)
+	if m == 0 {
+		return nil, func() {}, err
+	}
+	first := o.chunkIndex(off)
+	var held []*cached
+	var mu sync.Mutex
+	err = o.eachChunk(off, m, func(cc *cached, lo, hi, start int64) {
+		var v []byte
+		if cc == nil {
+			v = zeroBytes(int(hi - lo))
+		} else {
+			v = cc.data[lo-start : hi-start]
+		}
+		i := o.chunkIndex(lo) - first
+		mu.Lock()
+		for len(vecs) <= i {
+			vecs = append(vecs, nil)
+		}
+		vecs[i] = v
+		if cc != nil {
+			held = append(held, cc)
+		}
+		mu.Unlock()
+	})
+	release = func() {
+		for _, cc := range held {
+			o.s.cache.release(cc)
+		}
+		held = nil
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	if m < n {
+		return vecs, release, io.EOF
+	}
+	return vecs, release, nil
+}
+
+// zeros backs the slices Slices returns for holes (never written).
+var zeros [1 << 20]byte
+
+func zeroBytes(n int) []byte {
+	if n <= len(zeros) {
+		return zeros[:n:n]
+	}
+	return make([]byte, n)
+}
+
+// clip returns how many of n bytes at off the object holds, and io.EOF
+// (or an error for a negative offset) when that is fewer.
+func (o *Object) clip(off int64, n int) (int, error) {
 	if off < 0 {
 		return 0, errors.New("negative offset")
 	}
 	if off >= o.m.size {
-		if len(p) == 0 {
+		if n == 0 {
 			return 0, nil
 		}
 		return 0, io.EOF
 	}
-	n := len(p)
-	if int64(n) > o.m.size-off {
-		n = int(o.m.size - off)
-	}
-	end := off + int64(n)
-	first := sort.Search(len(o.m.chunks), func(i int) bool {
+	return int(min(int64(n), o.m.size-off)), nil
+}
+
+// chunkIndex is the index of the chunk that holds byte off.
+func (o *Object) chunkIndex(off int64) int {
+	return sort.Search(len(o.m.chunks), func(i int) bool {
 		return o.m.offsets[i]+int64(o.m.chunks[i].rawLen) > off
 	})
-	// copyChunk copies chunk i's part of the range into p.
-	copyChunk := func(i int) error {
+}
+
+// eachChunk calls take for each chunk covering [off, off+n) (n > 0, inside
+// the object), several chunks at once: with the chunk held (nil for a
+// hole), which take must release, and the part of the range it holds,
+// [lo, hi), the chunk starting at start. A chunk the range reaches the end
+// of is demoted afterwards when the reader caches what it reads.
+func (o *Object) eachChunk(off int64, n int, take func(cc *cached, lo, hi, start int64)) error {
+	end := off + int64(n)
+	first := o.chunkIndex(off)
+	one := func(i int) error {
 		c, start := o.m.chunks[i], o.m.offsets[i]
 		lo, hi := max(off, start), min(end, start+int64(c.rawLen))
 		if c.id == (ID{}) {
-			clear(p[lo-off : hi-off])
+			take(nil, lo, hi, start)
 			return nil
 		}
 		cc, err := o.s.chunkData(c.id)
 		if err != nil {
 			return fmt.Errorf("object %q at offset %d: %w", o.name, start, err)
 		}
-		defer o.s.cache.release(cc)
 		if len(cc.data) != c.rawLen {
+			o.s.cache.release(cc)
 			return fmt.Errorf("object %q at offset %d: %w", o.name, start,
 				corrupt("chunk %s holds %d bytes, the manifest says %d", c.id.Short(), len(cc.data), c.rawLen))
 		}
-		copy(p[lo-off:hi-off], cc.data[lo-start:hi-start])
 		if o.s.opts.ReadsCachedAbove && hi == start+int64(c.rawLen) {
 			// Read to its end: the reader has it now; keep the room for
 			// bases and for what read-ahead decodes next.
 			o.s.cache.demote(cc)
 		}
+		take(cc, lo, hi, start)
 		return nil
 	}
 	last := first
@@ -214,23 +305,14 @@ func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if last == first {
 		// One chunk (most small reads): no goroutine to start and wait for.
-		if err := copyChunk(first); err != nil {
-			return 0, err
-		}
-	} else {
-		var g errgroup.Group
-		g.SetLimit(o.s.opts.Threads)
-		for i := first; i <= last; i++ {
-			g.Go(func() error { return copyChunk(i) })
-		}
-		if err := g.Wait(); err != nil {
-			return 0, err
-		}
+		return one(first)
 	}
-	if n < len(p) {
-		return n, io.EOF
+	var g errgroup.Group
+	g.SetLimit(o.s.opts.Threads)
+	for i := first; i <= last; i++ {
+		g.Go(func() error { return one(i) })
 	}
-	return n, nil
+	return g.Wait()
 }
 
 // WriteTo writes the whole object to w, decoding ahead in parallel.

@@ -23,6 +23,9 @@ type body interface {
 	ReadAt(p []byte, off int64) (int, error)
 	// Prefetch decodes [off, off+n) in the background.
 	Prefetch(off, n int64)
+	// Slices returns up to n bytes at off without copying them (io.EOF
+	// when fewer), for a reply written with writev; release lets them go.
+	Slices(off int64, n int) (vecs [][]byte, release func(), err error)
 	// Stored is what the version's chunks take in the store.
 	Stored() (int64, error)
 	Modified() time.Time
@@ -87,10 +90,11 @@ type packedBody struct {
 	spare [][]byte // buffers of evicted windows, for the next ones
 }
 
-const (
-	windowSize  = 4 << 20
-	keepWindows = 8
-)
+const windowSize = 4 << 20
+
+// keepWindows is how many decoded windows a packed body keeps (a variable
+// only so that a test can make eviction happen on a small file).
+var keepWindows = 8
 
 // window is one decoded window. Its data is read under packedBody.mu once
 // done is closed; eviction takes it for reuse (data nil), and a reader
@@ -99,6 +103,10 @@ type window struct {
 	done chan struct{}
 	data []byte
 	err  error
+	// held counts replies being written from data (Slices); an evicted
+	// window's buffer is recycled by the last of them instead.
+	held    int
+	evicted bool
 }
 
 // decoders bounds the windows decoded in the background at once.
@@ -161,7 +169,9 @@ func (b *packedBody) release() {
 	for _, w := range b.wins {
 		select {
 		case <-w.done:
-			if w.data != nil {
+			if w.held > 0 {
+				w.evicted = true // the last reply recycles it
+			} else if w.data != nil {
 				bufs = append(bufs, w.data)
 				w.data = nil
 			}
@@ -201,6 +211,10 @@ func (b *packedBody) get(i int64, wait bool) *window {
 			delete(b.wins, old)
 			select {
 			case <-ow.done: // decoded: its buffer can serve the next window
+				if ow.held > 0 {
+					ow.evicted = true // a reply is being written from it
+					break
+				}
 				if ow.data != nil && len(b.spare) < 2 {
 					b.spare = append(b.spare, ow.data)
 				}
@@ -266,6 +280,61 @@ func (b *packedBody) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// Slices returns the decoded bytes [off, off+n) as slices of the windows
+// that hold them, each held until release (a reply written from a window
+// keeps its buffer from being recycled meanwhile).
+func (b *packedBody) Slices(off int64, n int) ([][]byte, func(), error) {
+	var vecs [][]byte
+	var held []*window
+	release := func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, w := range held {
+			w.held--
+			if w.held == 0 && w.evicted && w.data != nil {
+				putWindowBuf(w.data)
+				w.data = nil
+			}
+		}
+		held = nil
+	}
+	end := min(off+int64(n), b.f.Size())
+	for off < end {
+		i := off / windowSize
+		w := b.get(i, true)
+		<-w.done
+		b.mu.Lock()
+		if w.err != nil {
+			b.mu.Unlock()
+			release()
+			return nil, nil, w.err
+		}
+		if w.data == nil || w.evicted {
+			b.mu.Unlock()
+			continue // evicted meanwhile: decode it again
+		}
+		lo, _ := b.windowRange(i)
+		k := min(end-off, lo+int64(len(w.data))-off)
+		vecs = append(vecs, w.data[off-lo:off-lo+k])
+		w.held++
+		held = append(held, w)
+		b.mu.Unlock()
+		off += k
+	}
+	if iovLen(vecs) < n {
+		return vecs, release, io.EOF
+	}
+	return vecs, release, nil
+}
+
+func iovLen(vecs [][]byte) int {
+	n := 0
+	for _, v := range vecs {
+		n += len(v)
+	}
+	return n
 }
 
 // prefetchPacked has the store read and decode, in parallel, the chunks of

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"syscall"
 	"time"
@@ -837,11 +838,50 @@ func (n *node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off in
 	if o == nil || off >= size {
 		return fuse.ReadResultData(nil), 0
 	}
-	p := dest[:min(int64(len(dest)), size-off)]
-	if _, err := o.ReadAt(p, off); err != nil {
+	return n.readBody(o, len(dest), off, size)
+}
+
+// readBody answers a read of body o (size bytes) from the body's own
+// buffers, without copying them into go-fuse's (the reply goes out with
+// writev of their slices, and they are let go once it is written).
+func (n *node) readBody(o body, want int, off, size int64) (fuse.ReadResult, syscall.Errno) {
+	vecs, release, err := o.Slices(off, int(min(int64(want), size-off)))
+	if err != nil && err != io.EOF {
 		return nil, n.ioError(err, off)
 	}
-	return fuse.ReadResultData(p), 0
+	if len(vecs) == 0 {
+		release()
+		return fuse.ReadResultData(nil), 0
+	}
+	return &slicesResult{vecs: vecs, release: release}, 0
+}
+
+// slicesResult is a read reply written from slices of decoded chunks or
+// windows. go-fuse writes a reply that has Slices with writev and calls
+// Done after the write, so the slices stay held until then.
+type slicesResult struct {
+	vecs    [][]byte
+	release func()
+}
+
+func (r *slicesResult) Slices() ([][]byte, fuse.Status) { return r.vecs, fuse.OK }
+
+func (r *slicesResult) Size() int { return iovLen(r.vecs) }
+
+// Bytes is for a write path that wants one buffer.
+func (r *slicesResult) Bytes(buf []byte) ([]byte, fuse.Status) {
+	buf = buf[:0]
+	for _, v := range r.vecs {
+		buf = append(buf, v...)
+	}
+	return buf, fuse.OK
+}
+
+func (r *slicesResult) Done() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
 }
 
 // ioError logs a read that failed (a damaged chunk) naming the file and
@@ -867,11 +907,7 @@ func (n *node) readSnapshot(dest []byte, off int64) (fuse.ReadResult, syscall.Er
 	if err != nil {
 		return nil, n.ioError(err, off)
 	}
-	p := dest[:min(int64(len(dest)), a.Size-off)]
-	if _, err := o.ReadAt(p, off); err != nil {
-		return nil, n.ioError(err, off)
-	}
-	return fuse.ReadResultData(p), 0
+	return n.readBody(o, len(dest), off, a.Size)
 }
 
 func (n *node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {

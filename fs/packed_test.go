@@ -14,10 +14,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/glyd/glyd/chunkstore"
 	"github.com/glyd/glyd/packed"
 )
 
@@ -333,4 +335,93 @@ func TestPackedViewKeepsPageCache(t *testing.T) {
 		t.Error("the new version was not read through glydfs")
 	}
 	mustEqual(t, m.path(rel), model2)
+}
+
+// Replies written from a packed body's windows (Slices) keep their window's
+// buffer while they are held, even when the window is evicted and its
+// buffer would serve the next one: many readers hold slices across other
+// reads of a file larger than the windows kept, and every slice still
+// holds the file's bytes when it is let go.
+func TestPackedSlicesHeldAcrossEviction(t *testing.T) {
+	saved := keepWindows
+	keepWindows = 1
+	defer func() { keepWindows = saved }()
+	model := modelFile(5, 5<<20) // ~12 MiB: three windows
+	pk, err := packed.Encode(model, packed.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := chunkstore.Init(filepath.Join(t.TempDir(), "store"), chunkstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Put("m"+packedSuffix, bytes.NewReader(pk)); err != nil {
+		t.Fatal(err)
+	}
+	f := &FS{store: st}
+	b, err := f.openBody("m" + packedSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := b.(*packedBody)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for k := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(k), 3))
+			type hold struct {
+				off     int64
+				vecs    [][]byte
+				release func()
+			}
+			var holds []hold
+			check := func(h hold) bool {
+				var got []byte
+				for _, v := range h.vecs {
+					got = append(got, v...)
+				}
+				return bytes.Equal(got, model[h.off:h.off+int64(len(got))])
+			}
+			for range 40 {
+				off := r.Int64N(int64(len(model)))
+				vecs, release, err := pb.Slices(off, 1+r.IntN(1<<20))
+				if err != nil && err != io.EOF {
+					errs <- err
+					return
+				}
+				holds = append(holds, hold{off, vecs, release})
+				if len(holds) > 3 || r.IntN(2) == 0 {
+					h := holds[0]
+					holds = holds[1:]
+					if !check(h) {
+						errs <- fmt.Errorf("reader %d: slices at %d changed while held", k, h.off)
+						return
+					}
+					h.release()
+				}
+			}
+			for _, h := range holds {
+				if !check(h) {
+					errs <- fmt.Errorf("reader %d: slices at %d changed while held", k, h.off)
+					return
+				}
+				h.release()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	for i, w := range pb.wins {
+		if w.held != 0 {
+			t.Fatalf("window %d still held %d times", i, w.held)
+		}
+	}
 }
