@@ -845,15 +845,25 @@ func (n *node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off in
 // buffers, without copying them into go-fuse's (the reply goes out with
 // writev of their slices, and they are let go once it is written).
 func (n *node) readBody(o body, want int, off, size int64) (fuse.ReadResult, syscall.Errno) {
+	r, err := replyFrom(o, want, off, size)
+	if err != nil {
+		return nil, n.ioError(err, off)
+	}
+	return r, 0
+}
+
+// replyFrom is the reply to a read of want bytes at off of body o (size
+// bytes; off below it), written from the body's buffers.
+func replyFrom(o body, want int, off, size int64) (fuse.ReadResult, error) {
 	vecs, release, err := o.Slices(off, int(min(int64(want), size-off)))
 	if err != nil && err != io.EOF {
-		return nil, n.ioError(err, off)
+		return nil, err
 	}
 	if len(vecs) == 0 {
 		release()
-		return fuse.ReadResultData(nil), 0
+		return fuse.ReadResultData(nil), nil
 	}
-	return &slicesResult{vecs: vecs, release: release}, 0
+	return &slicesResult{vecs: vecs, release: release}, nil
 }
 
 // slicesResult is a read reply written from slices of decoded chunks or

@@ -240,11 +240,11 @@ func (v *versionFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte,
 	if off >= v.o.Size() {
 		return fuse.ReadResultData(nil), 0
 	}
-	p := dest[:min(int64(len(dest)), v.o.Size()-off)]
-	if _, err := v.o.ReadAt(p, off); err != nil {
+	r, err := replyFrom(v.o, len(dest), off, v.o.Size())
+	if err != nil {
 		return nil, syscall.EIO
 	}
-	return fuse.ReadResultData(p), 0
+	return r, 0
 }
 
 // --- snapshots ---

@@ -81,7 +81,7 @@ func (r *Report) writeModels(w io.Writer) {
 		p("The copy into glydfs failed (see the problems above), so nothing else was measured.\n\n")
 		return
 	}
-	p("Reads: every `.safetensors` file read whole in turn, each `open`, 1 MiB `read` calls to the end, `close`; a run is the whole set. ")
+	p("Reads: every `.safetensors` file read whole in turn, each `open`, 1 MiB `read(2)` calls to the end (made as `dd bs=1M` makes them), `close`; a run is the whole set. ")
 	p("*glydfs* reads the files through the mount (decoded); *`.glyd/packed/`* reads the packed forms of the same paths (%d files, %s bytes); *local disk* reads the original files in the corpus (%s); *squashfuse* reads them from the image. ", m.Packed, benchfmt.Commas(m.PackedBytes), m.DirFS)
 	p("Cold: the page cache dropped and the FUSE server (glydfs on the same store, or squashfuse) started afresh before each run; warm: the files read once just before, untimed. ")
 	p("The runs go round-robin over the readers, %d of each, the median counts. ", r.Config.Runs)

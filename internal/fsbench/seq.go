@@ -44,8 +44,9 @@ func (r *ReadRun) MBs() float64 {
 	return benchfmt.MBs(r.Size, r.Median())
 }
 
-// readFile reads path whole in 1 MiB reads and returns the time it took;
-// it fails unless it read size bytes.
+// readFile reads path whole in 1 MiB reads (plain read(2) calls, as dd
+// bs=1M makes: readAll) and returns the time it took; it fails unless it
+// read size bytes.
 func readFile(path string, size int64) (time.Duration, error) {
 	buf := make([]byte, 1<<20)
 	t0 := time.Now()
@@ -53,7 +54,7 @@ func readFile(path string, size int64) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
+	n, err := readAll(f, buf)
 	d := time.Since(t0)
 	f.Close()
 	if err == nil && n != size {
