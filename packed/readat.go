@@ -73,15 +73,11 @@ func (f *File) subDecoder(s *span, g0, g1 int) (d *tensor.Decoder, buf *[]byte, 
 	n := min(values, g1<<gl) - first
 	head := 8*int64(k) - 4
 	need := int(head + int64(n)*rs + stop - start)
-	buf, _ = subBufs.Get().(*[]byte)
-	if buf == nil || cap(*buf) < need {
-		b := make([]byte, need)
-		buf = &b
-	}
+	buf = subBufs.get(need)
 	sub := (*buf)[:need]
 	defer func() {
 		if err != nil {
-			subBufs.Put(buf)
+			subBufs.put(buf)
 			buf = nil
 		}
 	}()
@@ -127,8 +123,66 @@ func (f *File) readInto(p []byte, off int64) error {
 }
 
 // subBufs recycles sub-payload buffers: fresh memory costs a page fault per
-// 4 KiB on first touch, more than decoding into it.
-var subBufs sync.Pool
+// 4 KiB on first touch, more than decoding into it. A best-fit free list
+// rather than a sync.Pool: sub-payloads run from a few KiB to megabytes,
+// and a pool hands back any buffer, so a large need met a small one,
+// dropped it and took fresh memory (in a freshly started glydfs reading
+// the corpus weights cold, half its page faults were sub-payload buffers).
+var subBufs = bufList{max: 64 << 20}
+
+// bufList is a bounded best-fit free list of byte buffers.
+type bufList struct {
+	mu    sync.Mutex
+	free  []*[]byte
+	bytes int
+	max   int // bytes kept at most
+}
+
+// get returns a buffer of at least n bytes: the smallest free one that
+// holds them, or a new one rounded up to 64 KiB.
+func (l *bufList) get(n int) *[]byte {
+	l.mu.Lock()
+	best := -1
+	for i, b := range l.free {
+		if cap(*b) >= n && (best < 0 || cap(*b) < cap(*l.free[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := l.free[best]
+		l.free[best] = l.free[len(l.free)-1]
+		l.free = l.free[:len(l.free)-1]
+		l.bytes -= cap(*b)
+		l.mu.Unlock()
+		return b
+	}
+	l.mu.Unlock()
+	const round = 64 << 10
+	b := make([]byte, n, (n+round-1)/round*round)
+	return &b
+}
+
+// put gives b back; past max bytes kept, the smallest buffers go first.
+func (l *bufList) put(b *[]byte) {
+	if b == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.free = append(l.free, b)
+	l.bytes += cap(*b)
+	for l.bytes > l.max && len(l.free) > 0 {
+		small := 0
+		for i, f := range l.free {
+			if cap(*f) < cap(*l.free[small]) {
+				small = i
+			}
+		}
+		l.bytes -= cap(*l.free[small])
+		l.free[small] = l.free[len(l.free)-1]
+		l.free = l.free[:len(l.free)-1]
+	}
+}
 
 // decodeDataAt is decodeData for a File read through a ReaderAt: each
 // coded span's groups in [lo, hi) get one sub-payload, read at once.
@@ -140,7 +194,7 @@ func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
 			d.Release()
 		}
 		for _, b := range bufs {
-			subBufs.Put(b)
+			subBufs.put(b)
 		}
 	}()
 	ts, err := f.tasks(lo, hi, func(_ int, s *span, g0, g1 int) (*tensor.Decoder, int, error) {
