@@ -256,30 +256,18 @@ func (b *packedBody) get(i int64, wait bool) *window {
 	return w
 }
 
+// ReadAt copies what Slices returns.
 func (b *packedBody) ReadAt(p []byte, off int64) (int, error) {
+	vecs, release, err := b.Slices(off, len(p))
+	if vecs == nil && err != nil && err != io.EOF {
+		return 0, err
+	}
 	n := 0
-	for n < len(p) && off < b.f.Size() {
-		i := off / windowSize
-		w := b.get(i, true)
-		<-w.done
-		b.mu.Lock()
-		if w.err != nil {
-			b.mu.Unlock()
-			return n, w.err
-		}
-		if w.data == nil {
-			b.mu.Unlock()
-			continue // evicted meanwhile: decode it again
-		}
-		lo, _ := b.windowRange(i)
-		k := copy(p[n:], w.data[off-lo:])
-		b.mu.Unlock()
-		n, off = n+k, off+int64(k)
+	for _, v := range vecs {
+		n += copy(p[n:], v)
 	}
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	release()
+	return n, err
 }
 
 // Slices returns the decoded bytes [off, off+n) as slices of the windows
