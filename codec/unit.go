@@ -63,7 +63,13 @@ func encodeUnit(dst, src []byte, tier Tier) []byte {
 // Huffman stage where the tier has one, so a delta and the same chunk coded
 // alone compare like for like.
 var deltaPools = [3]sync.Pool{
-	{New: func() any { return lz.NewEncoder(lz.Lazy, false) }},
+	{New: func() any {
+		// The default tier puts fast: deltas index their bases every
+		// other byte and long matches every eighth (lz.SetStrides).
+		e := lz.NewEncoder(lz.Lazy, false)
+		e.SetStrides(2, 8)
+		return e
+	}},
 	{New: func() any { return lz.NewEncoder(lz.Lazy, true) }},
 	{New: func() any { return lz.NewEncoder(lz.Deep, true) }},
 }

@@ -32,12 +32,14 @@ type Encoder struct {
 	layout  Layout
 	window  int
 
-	head  []int32 // hash -> position+1 (0 = empty)
-	chain []int32 // position -> previous position+1 with the same hash (chain levels)
-	bt    []int32 // the Deep level's binary trees: two children per position (optimal.go)
-	hlog  uint    // table size for the largest units
-	ulog  uint    // table size for the current unit (StartUnit)
-	depth int
+	head    []int32 // hash -> position+1 (0 = empty)
+	chain   []int32 // position -> previous position+1 with the same hash (chain levels)
+	bt      []int32 // the Deep level's binary trees: two children per position (optimal.go)
+	hlog    uint    // table size for the largest units
+	ulog    uint    // table size for the current unit (StartUnit)
+	depth   int
+	stride  int // SetStrides: primed history indexed every stride bytes
+	mstride int // SetStrides: long matches indexed every mstride bytes
 
 	st [numStreams][]byte
 
@@ -69,6 +71,20 @@ func NewEncoder(level Level, entropy bool) *Encoder {
 		e.huf[i] = &huff0.Scratch{WantLogLess: 5}
 	}
 	return e
+}
+
+// SetStrides makes a Lazy encoder index its primed history only every
+// history bytes, and the inside of a long match only every inMatch bytes
+// (1, the default, indexes every position). For deltas against
+// near-identical bases, where indexing is most of the coding time: a match
+// that starts between indexed positions of the base is found a few bytes
+// late and extended backwards, and matches into the target's own long
+// matches are rare. On the corpus at the default tier, strides of 2 and 8
+// put 13-16% faster for 0.05% more bytes (the release series: 25-40%
+// faster, 0.26% more); 4 and 8 gained a few percent more speed for four
+// times the bytes (docs/store.md).
+func (e *Encoder) SetStrides(history, inMatch int) {
+	e.stride, e.mstride = max(1, history), max(1, inMatch)
 }
 
 // Layout is the offset layout of the blocks this encoder writes.
@@ -104,6 +120,12 @@ func (e *Encoder) StartUnit(unitLen int) {
 // the decoder is handed the base the same way (DecodeBlock at pos len(base)).
 func (e *Encoder) Prime(src []byte, end int) {
 	limit := min(end, len(src)-8)
+	if e.level == Lazy && e.stride > 1 {
+		for p := 0; p < limit; p += e.stride {
+			e.insert(src, p)
+		}
+		return
+	}
 	for p := 0; p < limit; p++ {
 		switch e.level {
 		case Fast:
@@ -398,6 +420,13 @@ func (e *Encoder) parseLazy(w *seqWriter, src []byte, start, end int) bool {
 			m.len++
 		}
 		w.emit(src[anchor:s], m.len, m.off)
+		if e.mstride > 1 && m.len > 4*e.mstride {
+			// A long match: its positions every stride bytes, then its
+			// last ones (where the next match may start from).
+			for ; next < s+m.len-e.mstride && next < limit; next += e.mstride {
+				e.insert(src, next)
+			}
+		}
 		ins(s + m.len)
 		s += m.len
 		anchor = s

@@ -265,3 +265,44 @@ func TestDecodeBlockAfter(t *testing.T) {
 		}
 	}
 }
+
+// With sparse indexing (SetStrides), deltas still decode to their target
+// exactly and stay about as small: matches into the base are found a few
+// bytes late and extended backwards.
+func TestStridesKeepDeltasSmall(t *testing.T) {
+	in := testInputs(t)
+	for _, name := range []string{"text", "records", "random", "periodic"} {
+		base := in[name][:min(len(in[name]), 100<<10)]
+		target := bytes.Clone(base)
+		for i := 700; i < len(target); i += 5000 {
+			target[i] ^= 0x3c
+		}
+		target = append(target[:len(target)/2], append(bytes.Repeat([]byte("inserted "), 300), target[len(target)/2:]...)...)
+		sizes := map[[2]int]int{}
+		for _, st := range [][2]int{{1, 1}, {2, 8}, {4, 8}} {
+			e := NewEncoder(Lazy, false)
+			e.SetStrides(st[0], st[1])
+			buf := append(bytes.Clone(base), target...)
+			e.StartUnit(len(buf))
+			e.Prime(buf, len(base))
+			var blk []byte
+			out := make([]byte, len(buf))
+			copy(out, base)
+			for pos := len(base); pos < len(buf); pos += MaxBlock {
+				end := min(len(buf), pos+MaxBlock)
+				b := e.EncodeBlock(nil, buf, pos, end)
+				if err := NewDecoder().DecodeBlock(out, pos, end-pos, b, e.Layout()); err != nil {
+					t.Fatalf("%s strides %v: %v", name, st, err)
+				}
+				blk = append(blk, b...)
+			}
+			if !bytes.Equal(out[len(base):], target) {
+				t.Fatalf("%s strides %v: wrong bytes", name, st)
+			}
+			sizes[st] = len(blk)
+		}
+		if full, sparse := sizes[[2]int{1, 1}], sizes[[2]int{2, 8}]; sparse > full+full/10+64 {
+			t.Errorf("%s: delta of %d bytes with strides 2/8, %d indexing every position", name, sparse, full)
+		}
+	}
+}
