@@ -20,6 +20,11 @@ type Blobs interface {
 	// recycles its buffers touches no fresh memory); ErrNotFound when
 	// missing.
 	Get(id ID, dst []byte) ([]byte, error)
+	// View calls fn with a blob's bytes where the implementation keeps
+	// them, valid only during the call and never to be written (the
+	// store's reads decode a frame without copying it first);
+	// ErrNotFound when missing, else fn's error.
+	View(id ID, fn func(frame []byte) error) error
 	Delete(id ID) error // no error when missing
 	Sync() error
 }
@@ -49,6 +54,22 @@ func (b badgerBlobs) Get(id ID, dst []byte) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	return out, err
+}
+
+func (b badgerBlobs) View(id ID, fn func(frame []byte) error) error {
+	var found bool
+	err := b.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(blobKey(id))
+		if err != nil {
+			return err
+		}
+		found = true
+		return it.Value(fn) // the value log's mmap, no copy
+	})
+	if !found && errors.Is(err, badger.ErrKeyNotFound) {
+		return ErrNotFound
+	}
+	return err
 }
 
 func (b badgerBlobs) Delete(id ID) error {

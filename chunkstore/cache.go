@@ -33,8 +33,6 @@ type chunkCache struct {
 	// first reads (see there); only a warmed cache has one.
 	region []byte
 	bump   int
-
-	frames chan *[]byte // free buffers for chunk frames read from the blobs
 }
 
 // cached is one decoded chunk.
@@ -50,27 +48,7 @@ type cached struct {
 const poolClass = 16 << 10
 
 func newChunkCache(limit int64) *chunkCache {
-	return &chunkCache{limit: limit, ll: list.New(), items: map[ID]*list.Element{}, pool: map[int][][]byte{}, heapPool: map[int][][]byte{},
-		frames: make(chan *[]byte, 32)}
-}
-
-// frameBuf returns a buffer to read a chunk frame into (Blobs.Get grows it
-// when a frame does not fit); putFrameBuf gives it back.
-func (c *chunkCache) frameBuf() *[]byte {
-	select {
-	case b := <-c.frames:
-		return b
-	default:
-		b := make([]byte, 0, 256<<10)
-		return &b
-	}
-}
-
-func (c *chunkCache) putFrameBuf(b *[]byte) {
-	select {
-	case c.frames <- b:
-	default:
-	}
+	return &chunkCache{limit: limit, ll: list.New(), items: map[ID]*list.Element{}, pool: map[int][][]byte{}, heapPool: map[int][][]byte{}}
 }
 
 // has reports whether chunk id is cached.

@@ -69,19 +69,12 @@ type flight struct {
 }
 
 // decodeChunk decodes chunk id (record r) into a buffer from the cache's
-// pool and caches it, held for the caller.
+// pool and caches it, held for the caller. Its bases first, then its
+// frame, decoded where the blobs keep it (Blobs.View: no copy of the
+// frame into a buffer of ours).
 func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) (*cached, error) {
 	if hops > MaxDepth {
 		return nil, corrupt("chunk %s: delta chain longer than %d", id.Short(), MaxDepth)
-	}
-	fb := s.cache.frameBuf()
-	defer s.cache.putFrameBuf(fb)
-	frame, err := s.blobs.Get(id, *fb)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, corrupt("chunk %s: frame missing", id.Short())
-		}
-		return nil, err
 	}
 	var bases [2][]byte
 	ids := r.bases()
@@ -99,13 +92,21 @@ func (s *Store) decodeChunk(id ID, r chunkRecord, hops int) (*cached, error) {
 		defer s.cache.release(bc)
 		bases[i] = bc.data
 	}
-	if cap(frame) > cap(*fb) {
-		*fb = frame // grown: keep the larger buffer
-	}
 	buf := s.cache.alloc(r.rawLen)
-	if err := codec.DecodeChunkFrom(buf, frame, bases[:len(ids)]); err != nil {
+	var derr error
+	err := s.blobs.View(id, func(frame []byte) error {
+		derr = codec.DecodeChunkFrom(buf, frame, bases[:len(ids)])
+		return nil
+	})
+	if err == nil && derr != nil {
+		err = corrupt("chunk %s: %v", id.Short(), derr)
+	}
+	if err != nil {
 		s.cache.free(buf)
-		return nil, corrupt("chunk %s: %v", id.Short(), err)
+		if errors.Is(err, ErrNotFound) {
+			return nil, corrupt("chunk %s: frame missing", id.Short())
+		}
+		return nil, err
 	}
 	return s.cache.insert(id, buf, hops > 0 && !s.opts.ReadsCachedAbove), nil
 }
