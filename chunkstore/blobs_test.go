@@ -1,0 +1,56 @@
+package chunkstore
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// What the store asks of a Blobs, checked on the badger one: Get and View
+// give the bytes Put stored (large frames in the value log, small ones in
+// the tree), a missing blob is ErrNotFound for both, View passes fn's
+// error on, and Delete of a missing blob is no error.
+func TestBadgerBlobs(t *testing.T) {
+	s, err := Init(filepath.Join(t.TempDir(), "store"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.blobs
+	small, large := []byte("a small frame"), bytes.Repeat([]byte("large frame "), 10000)
+	for i, frame := range [][]byte{small, large} {
+		id := ID{byte(i + 1)}
+		if err := b.Put(id, frame); err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Get(id, nil)
+		if err != nil || !bytes.Equal(got, frame) {
+			t.Fatalf("Get %d: %v", i, err)
+		}
+		var seen []byte
+		if err := b.View(id, func(f []byte) error { seen = bytes.Clone(f); return nil }); err != nil || !bytes.Equal(seen, frame) {
+			t.Fatalf("View %d: %v", i, err)
+		}
+		boom := errors.New("boom")
+		if err := b.View(id, func([]byte) error { return boom }); !errors.Is(err, boom) {
+			t.Fatalf("View %d passed on %v, not fn's error", i, err)
+		}
+	}
+	missing := ID{9}
+	if _, err := b.Get(missing, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of a missing blob: %v", err)
+	}
+	if err := b.View(missing, func([]byte) error { t.Fatal("fn called for a missing blob"); return nil }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("View of a missing blob: %v", err)
+	}
+	if err := b.Delete(missing); err != nil {
+		t.Fatalf("Delete of a missing blob: %v", err)
+	}
+	if err := b.Delete(ID{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.View(ID{1}, func([]byte) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("View after Delete: %v", err)
+	}
+}
