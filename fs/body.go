@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glyd/glyd/chunkstore"
+	"github.com/glyd/glyd/internal/buflist"
 	"github.com/glyd/glyd/packed"
 	"github.com/glyd/glyd/safetensors"
 )
@@ -113,50 +114,9 @@ type window struct {
 var decoders = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // windowBufs holds the window buffers of files no longer open, for the
-// next ones (up to windowPoolMax bytes): a fresh buffer per file cost more
-// than decoding into it (first-touch page faults), most of a small model's
-// read.
-var windowBufs struct {
-	sync.Mutex
-	free  [][]byte
-	bytes int
-}
-
-const windowPoolMax = 32 << 20
-
-// windowBuf returns a buffer of n bytes: the smallest free one that holds
-// them, or a new one rounded up to 256 KiB.
-func windowBuf(n int) []byte {
-	wb := &windowBufs
-	wb.Lock()
-	best := -1
-	for i, b := range wb.free {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(wb.free[best])) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		b := wb.free[best]
-		wb.free[best] = wb.free[len(wb.free)-1]
-		wb.free = wb.free[:len(wb.free)-1]
-		wb.bytes -= cap(b)
-		wb.Unlock()
-		return b[:n]
-	}
-	wb.Unlock()
-	const round = 256 << 10
-	return make([]byte, n, (n+round-1)/round*round)
-}
-
-func putWindowBuf(b []byte) {
-	wb := &windowBufs
-	wb.Lock()
-	defer wb.Unlock()
-	if wb.bytes+cap(b) <= windowPoolMax {
-		wb.free = append(wb.free, b[:0])
-		wb.bytes += cap(b)
-	}
-}
+// next ones: a fresh buffer per file cost more than decoding into it
+// (first-touch page faults), most of a small model's read.
+var windowBufs = buflist.List{Max: 32 << 20, Round: 256 << 10}
 
 // release gives the windows' buffers to the next files; a later read
 // decodes its window again. glydfs calls it once no handle is open (the
@@ -180,7 +140,7 @@ func (b *packedBody) release() {
 	}
 	b.wins, b.order, b.spare = map[int64]*window{}, nil, nil
 	for _, buf := range bufs {
-		putWindowBuf(buf)
+		windowBufs.Put(buf)
 	}
 }
 
@@ -228,7 +188,7 @@ func (b *packedBody) get(i int64, wait bool) *window {
 	if k := len(b.spare); k > 0 && cap(b.spare[k-1]) >= int(hi-lo) {
 		buf, b.spare = b.spare[k-1][:hi-lo], b.spare[:k-1]
 	} else {
-		buf = windowBuf(int(hi - lo))
+		buf = windowBufs.Get(int(hi - lo))
 	}
 	b.mu.Unlock()
 	// Every window decodes on all cores: a reader may be waiting for one
@@ -282,7 +242,7 @@ func (b *packedBody) Slices(off int64, n int) ([][]byte, func(), error) {
 		for _, w := range held {
 			w.held--
 			if w.held == 0 && w.evicted && w.data != nil {
-				putWindowBuf(w.data)
+				windowBufs.Put(w.data)
 				w.data = nil
 			}
 		}

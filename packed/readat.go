@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/glyd/glyd/internal/buflist"
 	"github.com/glyd/glyd/internal/workers"
 	"github.com/glyd/glyd/tensor"
 )
@@ -28,9 +29,9 @@ func (f *File) spanPayload(s *span) ([]byte, error) {
 
 // subDecoder returns a decoder of span s's groups [g0, g1) alone (its
 // groups numbered from 0), reading only their bytes.
-// Its sub-payload lies in *buf, from subBufs: give it back once the
+// Its sub-payload lies in sub, from subBufs: give it back once the
 // decoder is done with.
-func (f *File) subDecoder(s *span, g0, g1 int) (d *tensor.Decoder, buf *[]byte, err error) {
+func (f *File) subDecoder(s *span, g0, g1 int) (d *tensor.Decoder, sub []byte, err error) {
 	gl := int(f.hdr.groupLog2)
 	values := int(s.length) / s.code.Kind.WordSize()
 	ng := (values-1)>>gl + 1
@@ -73,12 +74,11 @@ func (f *File) subDecoder(s *span, g0, g1 int) (d *tensor.Decoder, buf *[]byte, 
 	n := min(values, g1<<gl) - first
 	head := 8*int64(k) - 4
 	need := int(head + int64(n)*rs + stop - start)
-	buf = subBufs.get(need)
-	sub := (*buf)[:need]
+	sub = subBufs.Get(need)
 	defer func() {
 		if err != nil {
-			subBufs.put(buf)
-			buf = nil
+			subBufs.Put(sub)
+			sub = nil
 		}
 	}()
 	for g := g0; g < g1-1; g++ {
@@ -101,7 +101,7 @@ func (f *File) subDecoder(s *span, g0, g1 int) (d *tensor.Decoder, buf *[]byte, 
 		at += r[1]
 	}
 	d, err = tensor.NewDecoder(s.code, n, gl, sub)
-	return d, buf, err
+	return d, sub, err
 }
 
 // readInto fills p with the packed file's bytes at off.
@@ -122,79 +122,22 @@ func (f *File) readInto(p []byte, off int64) error {
 	return nil
 }
 
-// subBufs recycles sub-payload buffers: fresh memory costs a page fault per
-// 4 KiB on first touch, more than decoding into it. A best-fit free list
-// rather than a sync.Pool: sub-payloads run from a few KiB to megabytes,
-// and a pool hands back any buffer, so a large need met a small one,
-// dropped it and took fresh memory (in a freshly started glydfs reading
-// the corpus weights cold, half its page faults were sub-payload buffers).
-var subBufs = bufList{max: 64 << 20}
-
-// bufList is a bounded best-fit free list of byte buffers.
-type bufList struct {
-	mu    sync.Mutex
-	free  []*[]byte
-	bytes int
-	max   int // bytes kept at most
-}
-
-// get returns a buffer of at least n bytes: the smallest free one that
-// holds them, or a new one rounded up to 64 KiB.
-func (l *bufList) get(n int) *[]byte {
-	l.mu.Lock()
-	best := -1
-	for i, b := range l.free {
-		if cap(*b) >= n && (best < 0 || cap(*b) < cap(*l.free[best])) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		b := l.free[best]
-		l.free[best] = l.free[len(l.free)-1]
-		l.free = l.free[:len(l.free)-1]
-		l.bytes -= cap(*b)
-		l.mu.Unlock()
-		return b
-	}
-	l.mu.Unlock()
-	const round = 64 << 10
-	b := make([]byte, n, (n+round-1)/round*round)
-	return &b
-}
-
-// put gives b back; past max bytes kept, the smallest buffers go first.
-func (l *bufList) put(b *[]byte) {
-	if b == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.free = append(l.free, b)
-	l.bytes += cap(*b)
-	for l.bytes > l.max && len(l.free) > 0 {
-		small := 0
-		for i, f := range l.free {
-			if cap(*f) < cap(*l.free[small]) {
-				small = i
-			}
-		}
-		l.bytes -= cap(*l.free[small])
-		l.free[small] = l.free[len(l.free)-1]
-		l.free = l.free[:len(l.free)-1]
-	}
-}
+// subBufs recycles sub-payload buffers (in a freshly started glydfs
+// reading the corpus weights cold, half its page faults were sub-payload
+// buffers in fresh memory).
+var subBufs = buflist.List{Max: 64 << 20}
 
 // decodeDataAt is decodeData for a File read through a ReaderAt: each
 // coded span's groups in [lo, hi) get one sub-payload, read at once.
 func (f *File) decodeDataAt(dst []byte, lo, hi int64, threads int) error {
 	var decs []*tensor.Decoder
-	var bufs []*[]byte
+	var bufs [][]byte
 	defer func() {
 		for _, d := range decs {
 			d.Release()
 		}
 		for _, b := range bufs {
-			subBufs.put(b)
+			subBufs.Put(b)
 		}
 	}()
 	ts, err := f.tasks(lo, hi, func(_ int, s *span, g0, g1 int) (*tensor.Decoder, int, error) {
