@@ -16,10 +16,6 @@ var ErrNotFound = errors.New("not found")
 // Implementations must make Put durable by the time Sync returns.
 type Blobs interface {
 	Put(id ID, frame []byte) error
-	// Get returns a blob, in dst's memory when it has room (a reader that
-	// recycles its buffers touches no fresh memory); ErrNotFound when
-	// missing.
-	Get(id ID, dst []byte) ([]byte, error)
 	// View calls fn with a blob's bytes where the implementation keeps
 	// them, valid only during the call and never to be written (the
 	// store's reads decode a frame without copying it first);
@@ -38,22 +34,6 @@ func blobKey(id ID) []byte { return append([]byte("b/"), id[:]...) }
 
 func (b badgerBlobs) Put(id ID, frame []byte) error {
 	return b.db.Update(func(txn *badger.Txn) error { return txn.Set(blobKey(id), frame) })
-}
-
-func (b badgerBlobs) Get(id ID, dst []byte) ([]byte, error) {
-	var out []byte
-	err := b.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(blobKey(id))
-		if err != nil {
-			return err
-		}
-		out, err = it.ValueCopy(dst[:0])
-		return err
-	})
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ErrNotFound
-	}
-	return out, err
 }
 
 func (b badgerBlobs) View(id ID, fn func(frame []byte) error) error {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"sync"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -172,7 +171,7 @@ func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 	if n == 0 {
 		return 0, err
 	}
-	err = o.eachChunk(off, n, func(cc *cached, lo, hi, start int64) {
+	err = o.eachChunk(off, n, func(_ int, cc *cached, lo, hi, start int64) {
 		if cc == nil {
 			clear(p[lo-off : hi-off])
 			return
@@ -199,30 +198,21 @@ func (o *Object) Slices(off int64, n int) (vecs [][]byte, release func(), err er
 	if m == 0 {
 		return nil, func() {}, err
 	}
-	first := o.chunkIndex(off)
-	var held []*cached
-	var mu sync.Mutex
-	err = o.eachChunk(off, m, func(cc *cached, lo, hi, start int64) {
-		var v []byte
+	count := o.chunkIndex(off+int64(m)-1) - o.chunkIndex(off) + 1
+	vecs = make([][]byte, count)
+	held := make([]*cached, count) // nil for holes
+	err = o.eachChunk(off, m, func(i int, cc *cached, lo, hi, start int64) {
 		if cc == nil {
-			v = zeroBytes(int(hi - lo))
-		} else {
-			v = cc.data[lo-start : hi-start]
+			vecs[i] = zeroBytes(int(hi - lo))
+			return
 		}
-		i := o.chunkIndex(lo) - first
-		mu.Lock()
-		for len(vecs) <= i {
-			vecs = append(vecs, nil)
-		}
-		vecs[i] = v
-		if cc != nil {
-			held = append(held, cc)
-		}
-		mu.Unlock()
+		vecs[i], held[i] = cc.data[lo-start:hi-start], cc
 	})
 	release = func() {
 		for _, cc := range held {
-			o.s.cache.release(cc)
+			if cc != nil {
+				o.s.cache.release(cc)
+			}
 		}
 		held = nil
 	}
@@ -269,18 +259,19 @@ func (o *Object) chunkIndex(off int64) int {
 }
 
 // eachChunk calls take for each chunk covering [off, off+n) (n > 0, inside
-// the object), several chunks at once: with the chunk held (nil for a
-// hole), which take must release, and the part of the range it holds,
-// [lo, hi), the chunk starting at start. A chunk the range reaches the end
+// the object), several chunks at once: with its index among them (0 for
+// the chunk holding off), the chunk held (nil for a hole), which take must
+// release, and the part of the range it holds, [lo, hi), the chunk
+// starting at start. A chunk the range reaches the end
 // of is demoted afterwards when the reader caches what it reads.
-func (o *Object) eachChunk(off int64, n int, take func(cc *cached, lo, hi, start int64)) error {
+func (o *Object) eachChunk(off int64, n int, take func(i int, cc *cached, lo, hi, start int64)) error {
 	end := off + int64(n)
 	first := o.chunkIndex(off)
 	one := func(i int) error {
 		c, start := o.m.chunks[i], o.m.offsets[i]
 		lo, hi := max(off, start), min(end, start+int64(c.rawLen))
 		if c.id == (ID{}) {
-			take(nil, lo, hi, start)
+			take(i-first, nil, lo, hi, start)
 			return nil
 		}
 		cc, err := o.s.chunkData(c.id)
@@ -297,7 +288,7 @@ func (o *Object) eachChunk(off int64, n int, take func(cc *cached, lo, hi, start
 			// bases and for what read-ahead decodes next.
 			o.s.cache.demote(cc)
 		}
-		take(cc, lo, hi, start)
+		take(i-first, cc, lo, hi, start)
 		return nil
 	}
 	last := first

@@ -188,7 +188,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	}
 	m, _ := s.manifest("obj")
 	victim := m.chunks[len(m.chunks)/2].id
-	frame, _ := s.blobs.Get(victim, nil)
+	frame, _ := blobCopy(s.blobs, victim)
 	frame[len(frame)/2] ^= 0xff
 	if err := s.blobs.Put(victim, frame); err != nil {
 		t.Fatal(err)

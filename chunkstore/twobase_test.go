@@ -105,7 +105,7 @@ func TestTwoBaseDelta(t *testing.T) {
 
 	// Damage the second base: z's chunk cannot be decoded, and verify
 	// names z.
-	frame, _ := s.blobs.Get(zr.base2, nil)
+	frame, _ := blobCopy(s.blobs, zr.base2)
 	frame[len(frame)/2] ^= 0x55
 	if err := s.blobs.Put(zr.base2, frame); err != nil {
 		t.Fatal(err)
